@@ -25,12 +25,16 @@ _SCAN_CHARS = 65536  # longer inputs are cut before redaction: only the first 25
 _SECRET_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
     # PEM private keys, whole block (whitespace already collapsed or not).
     (
-        re.compile(r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----.*?(?:-----END [A-Z0-9 ]*PRIVATE KEY-----|$)", re.S),
+        re.compile(
+            r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----.*?(?:-----END [A-Z0-9 ]*PRIVATE KEY-----|$)", re.S
+        ),
         REDACTED,
     ),
     # Authorization / Proxy-Authorization headers, with or without a scheme word.
     (
-        re.compile(r"(?i)\b((?:proxy-)?authorization\s*[:=]\s*)(?:(?:bearer|basic|token|digest)\s+)?[^\s'\",;]+"),
+        re.compile(
+            r"(?i)\b((?:proxy-)?authorization\s*[:=]\s*)(?:(?:bearer|basic|token|digest)\s+)?[^\s'\",;]+"
+        ),
         r"\1" + REDACTED,
     ),
     # Other credential-bearing headers: X-Api-Key, Api-Key, X-Auth-Token, Cookie.
@@ -69,7 +73,9 @@ _SECRET_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
     ),
     # token=..., key=..., sig=... in query strings inside commands.
     (
-        re.compile(r"(?i)([?&](?:access_token|token|api_key|apikey|key|sig|signature|password|secret|auth)=)[^&\s'\"#]+"),
+        re.compile(
+            r"(?i)([?&](?:access_token|token|api_key|apikey|key|sig|signature|password|secret|auth)=)[^&\s'\"#]+"
+        ),
         r"\1" + REDACTED,
     ),
     # Vendor token shapes.

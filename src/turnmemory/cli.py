@@ -13,7 +13,10 @@ def main(argv: list[str] | None = None) -> None:
     try:
         import typer
     except ImportError:
-        print("turnmemory: the command line needs the 'agent' extra: pip install 'turnmemory[all]'", file=sys.stderr)
+        print(
+            "turnmemory: the command line needs the 'agent' extra: pip install 'turnmemory[all]'",
+            file=sys.stderr,
+        )
         raise SystemExit(2) from None
     app = typer.Typer(
         name="turnmemory",

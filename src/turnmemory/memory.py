@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, cast
+from typing import Any, Literal, TypeGuard, cast
 
 from turnmemory._text import bound_text, is_unicode
 
@@ -208,7 +208,7 @@ def valid_activities(prose: bytes, activities: Iterable[ToolActivity]) -> tuple[
     return tuple(kept)
 
 
-def _is_int(value: object) -> bool:
+def _is_int(value: object) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool)
 
 

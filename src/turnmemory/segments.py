@@ -116,7 +116,9 @@ class TurnRecorder:
     :class:`~turnmemory.retention.ToolRule` (default: the agent's tools).
     """
 
-    def __init__(self, workspace: str | None = None, *, rules: Mapping[str, ToolRule] = DEFAULT_RULES) -> None:
+    def __init__(
+        self, workspace: str | None = None, *, rules: Mapping[str, ToolRule] = DEFAULT_RULES
+    ) -> None:
         self.workspace = workspace
         self.rules = rules
         self._entries: list[_Entry] = []
@@ -147,7 +149,12 @@ class TurnRecorder:
         started = self._entries[index]
         assert isinstance(started, ToolSegment)
         self._entries[index] = ToolSegment(
-            call_id=call_id, name=started.name, arguments=started.arguments, ended=True, output=output, error=error
+            call_id=call_id,
+            name=started.name,
+            arguments=started.arguments,
+            ended=True,
+            output=output,
+            error=error,
         )
 
     def permission(self, call_id: str, summary: str, decision: str) -> None:
@@ -184,7 +191,9 @@ class TurnRecorder:
     @property
     def prose(self) -> str:
         """The flattened assistant prose so far."""
-        return "".join(entry.text() for entry in self._entries if isinstance(entry, _Text) and entry.kind == "assistant")
+        return "".join(
+            entry.text() for entry in self._entries if isinstance(entry, _Text) and entry.kind == "assistant"
+        )
 
     def finish(self) -> Message:
         """The turn as a ``Message``: the prose, and a memory of every tool call that ended.
