@@ -97,6 +97,15 @@ _SECRET_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0e-\x1f\x7f]")
 
 
+# Every rule above needs one of these (lower-cased) literals to match. Substring tests are far cheaper
+# than the rules, and most targets (paths, commands) hold none of them. Keep the two lists in step.
+_SECRET_HINTS = (
+    "key", "token", "secret", "pass", "auth", "bearer", "cookie", "sig", "_pat", "@",
+    "sk-", "_live_", "_test_", "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "glpat-",
+    "akia", "asia", "agpa", "aida", "aroa", "anpa", "xox", "aiza", "hf_", "npm_", "sg.", "eyj",
+)  # fmt: skip
+
+
 def is_unicode(text: str) -> bool:
     """Whether ``text`` encodes to UTF-8 (it holds no lone surrogates)."""
     try:
@@ -108,6 +117,9 @@ def is_unicode(text: str) -> bool:
 
 def redact(text: str) -> str:
     """Replace every secret-shaped value inside ``text`` with ``[REDACTED]``, keeping the rest."""
+    lowered = text.lower()
+    if not any(hint in lowered for hint in _SECRET_HINTS):
+        return text
     for pattern, replacement in _SECRET_RULES:
         text = pattern.sub(replacement, text)
     return text
