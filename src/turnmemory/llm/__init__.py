@@ -1,0 +1,36 @@
+"""Streaming LLM clients over the official SDKs: the in-turn tool loop, events, retries, pending state.
+
+::
+
+    from turnmemory.llm import open_client, ToolSpec, ToolResult, record
+
+    client = open_client("anthropic", model="claude-sonnet-4-5")
+    recorder = turnmemory.TurnRecorder(workspace="/repo")
+    for event in client.run_turn(history, "Fix the failing test", tools=[...], execute=execute):
+        record(event, recorder)
+    message = recorder.finish()      # the turn's Message with its TurnMemory
+
+Importing this package needs no SDK; each provider's SDK is imported when its client is opened.
+"""
+
+from turnmemory.llm._loop import Client, Execute
+from turnmemory.llm._open import PROVIDERS, open_client
+from turnmemory.llm._retry import RetryPolicy
+from turnmemory.llm._tools import ToolResult, ToolSpec
+from turnmemory.llm.events import TERMINAL_KINDS, Event, EventKind, Reason, Usage, record
+
+__all__ = [
+    "PROVIDERS",
+    "TERMINAL_KINDS",
+    "Client",
+    "Event",
+    "EventKind",
+    "Execute",
+    "Reason",
+    "RetryPolicy",
+    "ToolResult",
+    "ToolSpec",
+    "Usage",
+    "open_client",
+    "record",
+]

@@ -1,0 +1,375 @@
+"""The in-turn tool loop, shared by every wire format, and the client's pending provider state.
+
+One turn is a loop of provider requests. Each request carries the formatted history, the pending
+state of an earlier incomplete turn (verbatim, before the new user message), the new user message,
+and everything this turn produced so far in the provider's own format: assistant messages with their
+reasoning state (thinking signatures, encrypted reasoning items, thought signatures), tool calls and
+their results. A retry re-sends the same request, so completed tools never run twice.
+
+Outcomes, and what happens to the pending state:
+
+- ``done``: the model answered without calling tools. Pending state is cleared.
+- ``incomplete``: the turn ended abnormally after work accumulated (earlier pending state, or at
+  least one completed tool iteration): a request failed for good, the context overflowed, the
+  model returned nothing, or the tool-turn limit was reached. The earlier pending state plus this
+  turn's work is saved as the new pending state.
+- ``error``: it failed before anything recoverable accumulated. Nothing is saved.
+
+Closing the event generator early (an interrupt) saves accumulated work the same way; calls of the
+interrupted response that never ran get an error result, so the saved state stays well formed.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
+from contextlib import closing
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from turnmemory.llm._retry import Failure, RetryPolicy, connection_failure, one_line
+from turnmemory.llm._tools import Call, ToolResult, ToolSpec, call_problem, placeholder_tool, tool_table
+from turnmemory.llm.events import Event, Reason, Usage
+from turnmemory.memory import Message
+from turnmemory.replay import ArgumentPolicy, IdStyle
+from turnmemory.segments import TurnRecorder
+
+__all__ = [
+    "Client",
+    "Completion",
+    "Connection",
+    "Execute",
+    "Item",
+    "PendingReplay",
+    "Settings",
+    "StreamInterrupted",
+    "Wire",
+    "sdk_options",
+]
+
+Item = dict[str, Any]
+"""One provider-native message or input item, as a JSON-ready dict."""
+
+Execute = Callable[[str, str, dict[str, Any]], ToolResult]
+"""Runs one tool call: ``execute(call_id, name, arguments) -> ToolResult``."""
+
+
+class StreamInterrupted(ConnectionError):
+    """The response stream ended before the provider said it was complete."""
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """Request settings every wire format reads (those a provider lacks are ignored there)."""
+
+    model: str
+    max_tokens: int | None = None
+    temperature: float | None = None
+    thinking: int | None = None
+    reasoning_effort: str | None = None
+    session_id: str | None = None
+    arguments: ArgumentPolicy = "empty"
+    id_style: IdStyle = "historical"
+
+
+@dataclass(frozen=True, slots=True)
+class Connection:
+    """How a wire format reaches its provider: SDK client options, or a ready SDK ``client``."""
+
+    base_url: str | None = None
+    api_key: str | None = None
+    client: Any = None
+    http_client: Any = None
+    timeout: float | None = None
+    region: str | None = None
+
+
+def sdk_options(connection: Connection) -> dict[str, Any]:
+    """Constructor options shared by the Anthropic and OpenAI SDK clients, their retries off."""
+    options: dict[str, Any] = {
+        "api_key": connection.api_key,
+        "base_url": connection.base_url,
+        "max_retries": 0,
+    }
+    if connection.http_client is not None:
+        options["http_client"] = connection.http_client
+    if connection.timeout is not None:
+        options["timeout"] = connection.timeout
+    return options
+
+
+@dataclass(frozen=True, slots=True)
+class Completion:
+    """One complete response: the native items to append, its tool calls, text, usage and stop."""
+
+    items: tuple[Item, ...]
+    calls: tuple[Call, ...]
+    text: str
+    usage: Usage
+    stop: Reason = "stop"
+
+
+class Wire(Protocol):
+    """What the loop needs from one wire format. Implementations never mutate their arguments."""
+
+    items_key: str
+    """The request key holding the message or input list."""
+
+    def format(self, messages: Sequence[Message], pending: list[Item]) -> dict[str, Any]:
+        """The request for ``messages`` (the new user message last), with ``pending`` before it."""
+
+    def replayed_tools(self, request: Mapping[str, Any]) -> Sequence[str]:
+        """Every tool name that ``request`` carries calls of."""
+
+    def stream(
+        self, request: Mapping[str, Any], tools: Sequence[ToolSpec], turn_start: int
+    ) -> Generator[Event | Completion, None, None]:
+        """Send ``request``; yield text and reasoning events as they stream, then one ``Completion``.
+
+        ``turn_start`` is the index in ``request[items_key]`` where this turn's own items begin.
+        Raises the SDK's error (or :class:`StreamInterrupted`) when the request fails.
+        """
+
+    def tool_results(self, calls: Sequence[Call], results: Sequence[ToolResult]) -> list[Item]:
+        """The native message(s) carrying ``results`` for ``calls``, in order."""
+
+    def failure(self, error: Exception) -> Failure | None:
+        """Classify an error raised by :meth:`stream`; ``None`` when it is not a provider failure."""
+
+    def replay(self, pending: Sequence[Item], out: PendingReplay) -> None:
+        """Feed the assistant prose, tool calls and tool results of native ``pending`` items to ``out``."""
+
+
+class PendingReplay:
+    """Turns pending native items into recorder calls, skipping what does not pair up.
+
+    A call without a result is not recorded; a result without its call, or a repeated call id, is
+    ignored, so reading pending state back never fails.
+    """
+
+    def __init__(self, recorder: TurnRecorder) -> None:
+        self._recorder = recorder
+        self._open: set[str] = set()
+        self._seen: set[str] = set()
+
+    def text(self, text: str) -> None:
+        """Assistant prose."""
+        self._recorder.text(text)
+
+    def call(self, call_id: str, name: str, arguments: Any) -> None:
+        """A tool call."""
+        if call_id in self._seen or not name:
+            return
+        self._seen.add(call_id)
+        self._open.add(call_id)
+        self._recorder.tool_start(call_id, name, arguments if isinstance(arguments, dict) else {})
+
+    def result(self, call_id: str, result: ToolResult) -> None:
+        """The result of the call ``call_id``."""
+        if call_id not in self._open:
+            return
+        self._open.discard(call_id)
+        self._recorder.tool_end(call_id, output=result.output, error=result.error)
+
+
+class Client:
+    """A streaming LLM client for one provider and model, with its pending provider state.
+
+    Create it with :func:`turnmemory.llm.open_client`. One turn runs at a time.
+    """
+
+    def __init__(
+        self, wire: Wire, *, provider: str, model: str, retry: RetryPolicy, max_tool_turns: int
+    ) -> None:
+        if max_tool_turns < 1:
+            raise ValueError("max_tool_turns: expected at least 1")
+        self.provider = provider
+        self.model = model
+        self.retry = retry
+        self.max_tool_turns = max_tool_turns
+        self._wire = wire
+        self._pending: list[Item] | None = None
+        self._pending_history: tuple[Message, ...] = ()
+
+    @property
+    def pending(self) -> list[Item] | None:
+        """A copy of the provider-native items of the last incomplete turn, or ``None``."""
+        return copy.deepcopy(self._pending)
+
+    def drop_pending(self, recorder: TurnRecorder | None = None) -> Message | None:
+        """Clear the pending state and return it as a historical assistant ``Message``, or ``None``.
+
+        Its prose is the assistant text in the pending items; its memory records every call there
+        that has a result. Pass a ``recorder`` to choose the workspace and retention rules.
+        """
+        pending, self._pending, self._pending_history = self._pending, None, ()
+        if not pending:
+            return None
+        recorder = recorder if recorder is not None else TurnRecorder()
+        self._wire.replay(pending, PendingReplay(recorder))
+        return recorder.finish()
+
+    def run_turn(
+        self,
+        history: Sequence[Message],
+        prompt: str,
+        *,
+        tools: Sequence[ToolSpec] = (),
+        execute: Execute | None = None,
+    ) -> Iterator[Event]:
+        """Run one assistant turn for ``prompt`` after ``history``; yield its events.
+
+        ``history`` holds the earlier messages (a system message first, if any). After an
+        ``incomplete`` turn keep its user message in the history you pass next; the pending state
+        carries the work that followed it. Raises ``ValueError`` at once for bad arguments, and when
+        pending state exists for another conversation (``history`` does not extend the one it was
+        saved with): call :meth:`drop_pending` first.
+        """
+        history = tuple(history)
+        for index, message in enumerate(history):
+            if not isinstance(message, Message):
+                raise ValueError(
+                    f"history[{index}]: expected a turnmemory.Message, got {type(message).__name__}"
+                )
+        if not isinstance(prompt, str):
+            raise ValueError(f"prompt: expected a string, got {type(prompt).__name__}")
+        table = tool_table(tools)
+        if table and execute is None:
+            raise ValueError("execute: required when tools are offered")
+        if self._pending is not None and history[: len(self._pending_history)] != self._pending_history:
+            raise ValueError(
+                "pending state of an incomplete turn belongs to another conversation; call drop_pending() first"
+            )
+        return self._turn(history, prompt, table, execute)
+
+    def _turn(
+        self, history: tuple[Message, ...], prompt: str, table: dict[str, ToolSpec], execute: Execute | None
+    ) -> Iterator[Event]:
+        wire = self._wire
+        injected = self._pending or []
+        base = wire.format([*history, Message(role="user", content=prompt)], copy.deepcopy(injected))
+        turn_start = len(base[wire.items_key])
+        turn: list[Item] = []
+        calls: Sequence[Call] = ()
+        results: list[ToolResult] = []
+        tool_turns = 0
+        ended = False
+        try:
+            while True:
+                request = {**base, wire.items_key: [*base[wire.items_key], *turn]}
+                replayed = dict.fromkeys(wire.replayed_tools(request))
+                specs = [*table.values(), *(placeholder_tool(name) for name in replayed if name not in table)]
+                outcome = yield from self._request(request, specs, turn_start)
+                if isinstance(outcome, Failure):
+                    ended = True
+                    reason: Reason = "context_overflow" if outcome.overflow else "api_error"
+                    yield self._end(reason, outcome.message, injected, turn, history)
+                    return
+                yield Event("usage", usage=outcome.usage)
+                if not outcome.calls:
+                    ended = True
+                    if outcome.text:
+                        yield self._end(outcome.stop, None, injected, turn, history)
+                    else:
+                        yield self._end(
+                            "empty_response", "the model returned an empty response", injected, turn, history
+                        )
+                    return
+                calls, results = outcome.calls, []
+                turn.extend(outcome.items)
+                for call in calls:
+                    yield Event("tool_start", call_id=call.id, name=call.name, arguments=call.arguments or {})
+                    result = _execute(call, table, execute)
+                    results.append(result)
+                    yield Event(
+                        "tool_end", call_id=call.id, name=call.name, output=result.output, error=result.error
+                    )
+                turn.extend(wire.tool_results(calls, results))
+                calls = ()
+                tool_turns += 1
+                if tool_turns >= self.max_tool_turns:
+                    ended = True
+                    yield self._end("tool_limit", None, injected, turn, history)
+                    return
+        finally:
+            if not ended:
+                if calls:
+                    unrun = ToolResult(error="not run: the turn was interrupted")
+                    turn.extend(wire.tool_results(calls, [*results, *[unrun] * (len(calls) - len(results))]))
+                self._keep(injected, turn, history)
+
+    def _end(
+        self,
+        reason: Reason,
+        error: str | None,
+        injected: list[Item],
+        turn: list[Item],
+        history: tuple[Message, ...],
+    ) -> Event:
+        """The terminal event for ``reason``, after updating the pending state to match it."""
+        if reason in ("stop", "max_tokens"):
+            self._pending, self._pending_history = None, ()
+            return Event("done", reason=reason)
+        if self._keep(injected, turn, history):
+            return Event("incomplete", reason=reason, error=error)
+        return Event("error", reason=reason, error=error)
+
+    def _keep(self, injected: list[Item], turn: list[Item], history: tuple[Message, ...]) -> bool:
+        """Save the earlier pending items plus this turn's as pending state, if there are any."""
+        if not injected and not turn:
+            self._pending, self._pending_history = None, ()
+            return False
+        self._pending, self._pending_history = [*injected, *turn], history
+        return True
+
+    def _request(
+        self, request: dict[str, Any], specs: Sequence[ToolSpec], turn_start: int
+    ) -> Generator[Event, None, Completion | Failure]:
+        """One iteration's request, retried as the policy allows: its ``Completion`` or final ``Failure``."""
+        policy = self.retry
+        attempt = 1
+        while True:
+            try:
+                completion: Completion | None = None
+                with closing(self._wire.stream(request, specs, turn_start)) as stream:
+                    for item in stream:
+                        if isinstance(item, Completion):
+                            completion = item
+                        else:
+                            yield item
+                if completion is None:
+                    raise StreamInterrupted("the response stream ended early")
+                return completion
+            except Exception as error:
+                failure = self._classify(error)
+                if not failure.retryable or attempt >= policy.attempts:
+                    return failure
+                delay = policy.delay(attempt, failure.retry_after)
+                attempt += 1
+                yield Event("retry", error=failure.message, attempt=attempt, delay=delay)
+                policy.sleep(delay)
+
+    def _classify(self, error: Exception) -> Failure:
+        failure = self._wire.failure(error)
+        if failure is not None:
+            return failure
+        if isinstance(error, ConnectionError | TimeoutError):
+            return connection_failure(error)
+        raise error
+
+
+def _execute(call: Call, table: Mapping[str, ToolSpec], execute: Execute | None) -> ToolResult:
+    """Run ``call`` if it names an offered tool with valid arguments; an error result otherwise."""
+    problem = call_problem(call, table)
+    if problem is not None:
+        return ToolResult(error=problem)
+    assert execute is not None and call.arguments is not None
+    try:
+        result = execute(call.id, call.name, copy.deepcopy(call.arguments))
+    except Exception as error:
+        return ToolResult(error=f"{call.name} failed: {one_line(str(error)) or type(error).__name__}")
+    if not isinstance(result, ToolResult):
+        return ToolResult(
+            error=f"{call.name} failed: the tool returned {type(result).__name__}, not a ToolResult"
+        )
+    return result

@@ -1,0 +1,89 @@
+"""``open_client``: one entry point for every provider."""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from turnmemory.llm._loop import Client, Connection, Settings
+from turnmemory.llm._retry import RetryPolicy
+from turnmemory.replay import ArgumentPolicy, IdStyle
+
+__all__ = ["PROVIDERS", "open_client"]
+
+PROVIDERS: dict[str, tuple[str, str]] = {
+    "anthropic": ("turnmemory.llm.anthropic", "AnthropicWire"),
+    "openai_chat": ("turnmemory.llm.openai_chat", "OpenAIChatWire"),
+    "openai_responses": ("turnmemory.llm.openai_responses", "OpenAIResponsesWire"),
+    "gemini": ("turnmemory.llm.gemini", "GeminiWire"),
+    "bedrock": ("turnmemory.llm.bedrock", "BedrockWire"),
+}
+"""Provider name → (module, wire class)."""
+
+DEFAULT_MAX_TOOL_TURNS = 100
+
+
+def open_client(
+    provider: str,
+    *,
+    model: str,
+    base_url: str | None = None,
+    api_key: str | None = None,
+    client: Any = None,
+    http_client: Any = None,
+    timeout: float | None = None,
+    region: str | None = None,
+    max_tool_turns: int = DEFAULT_MAX_TOOL_TURNS,
+    retry: RetryPolicy | None = None,
+    max_tokens: int | None = None,
+    temperature: float | None = None,
+    thinking: int | None = None,
+    reasoning_effort: str | None = None,
+    session_id: str | None = None,
+    arguments: ArgumentPolicy = "empty",
+    id_style: IdStyle = "historical",
+) -> Client:
+    """A streaming client for ``provider`` and ``model``.
+
+    ``provider`` is ``"anthropic"``, ``"openai_chat"`` (also any OpenAI-compatible server, given its
+    ``base_url``), ``"openai_responses"``, ``"gemini"`` or ``"bedrock"``. The SDK client is built from
+    ``base_url`` (Bedrock: the endpoint URL), ``api_key`` (unused by Bedrock, which reads the AWS
+    credential chain), ``region`` (Bedrock), ``http_client`` (an ``httpx2.Client``: Anthropic, OpenAI)
+    and ``timeout``, with the SDK's own retries off; or pass a ready SDK object as ``client``.
+
+    ``retry`` is the policy for failed requests; ``max_tool_turns`` bounds the tool iterations of one
+    turn. ``thinking`` is a reasoning token budget (Anthropic, Gemini, Claude on Bedrock) and
+    ``reasoning_effort`` an effort level (OpenAI). ``session_id`` becomes OpenAI's
+    ``prompt_cache_key``. ``arguments`` and ``id_style`` choose how history replays (see
+    :mod:`turnmemory.replay`: ``"empty"`` or ``"target"``; ``"historical"`` or ``"compact"``).
+    A system prompt is the first message of the history.
+    """
+    entry = PROVIDERS.get(provider)
+    if entry is None:
+        raise ValueError(f"provider: expected one of {', '.join(PROVIDERS)}, got {provider!r}")
+    if not isinstance(model, str) or not model:
+        raise ValueError("model: expected a non-empty string")
+    settings = Settings(
+        model=model,
+        max_tokens=max_tokens,
+        temperature=temperature,
+        thinking=thinking,
+        reasoning_effort=reasoning_effort,
+        session_id=session_id,
+        arguments=arguments,
+        id_style=id_style,
+    )
+    module_name, class_name = entry
+    wire_class = getattr(importlib.import_module(module_name), class_name)
+    connection = Connection(
+        base_url=base_url,
+        api_key=api_key,
+        client=client,
+        http_client=http_client,
+        timeout=timeout,
+        region=region,
+    )
+    wire = wire_class(settings, connection)
+    return Client(
+        wire, provider=provider, model=model, retry=retry or RetryPolicy(), max_tool_turns=max_tool_turns
+    )

@@ -1,0 +1,144 @@
+"""Tools as the loop sees them: definitions, results, the calls a model makes, and their checking."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any
+
+from turnmemory.llm._schema import schema_problem
+
+__all__ = [
+    "EMPTY_SCHEMA",
+    "Call",
+    "ToolResult",
+    "ToolSpec",
+    "call_problem",
+    "output_text",
+    "parse_output",
+    "placeholder_tool",
+]
+
+EMPTY_SCHEMA: Mapping[str, Any] = MappingProxyType({"type": "object", "properties": {}})
+
+
+@dataclass(frozen=True, slots=True)
+class ToolSpec:
+    """A tool offered to the model: its name, what it does, and the JSON schema of its arguments."""
+
+    name: str
+    description: str = ""
+    input_schema: Mapping[str, Any] = field(default_factory=lambda: EMPTY_SCHEMA)
+
+    def schema(self) -> dict[str, Any]:
+        """The input schema as a plain (JSON-ready, mutable) dict."""
+        return json.loads(json.dumps(self.input_schema))  # type: ignore[no-any-return]
+
+
+@dataclass(frozen=True, slots=True)
+class ToolResult:
+    """What running a tool gave: ``output`` (any JSON value) on success, or ``error`` on failure."""
+
+    output: Any = None
+    error: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Call:
+    """A tool call the model made in one response.
+
+    ``arguments`` is ``None`` when the provider sent arguments that are not a JSON object;
+    ``raw_arguments`` then holds what it sent.
+    """
+
+    id: str
+    name: str
+    arguments: dict[str, Any] | None
+    raw_arguments: str = ""
+
+
+def placeholder_tool(name: str) -> ToolSpec:
+    """The definition declared for a tool that the request replays but that is not offered now."""
+    return ToolSpec(
+        name=name, description="Used earlier in this conversation; not available now. Do not call it."
+    )
+
+
+def call_problem(call: Call, tools: Mapping[str, ToolSpec]) -> str | None:
+    """Why ``call`` cannot run, in words the model can act on, or ``None`` when it can."""
+    spec = tools.get(call.name)
+    if spec is None:
+        available = ", ".join(sorted(tools)) or "none"
+        return f"Unknown tool {call.name!r}. Available tools: {available}."
+    if call.arguments is None:
+        return (
+            f"The arguments of {call.name} are not a JSON object ({_preview(call.raw_arguments)}). "
+            f"Expected arguments matching this schema: {_compact(spec.input_schema)}"
+        )
+    problem = schema_problem(spec.input_schema, call.arguments)
+    if problem is None:
+        return None
+    return f"Invalid arguments for {call.name}: {problem}. Expected arguments matching this schema: {_compact(spec.input_schema)}"
+
+
+def parse_arguments(raw: str) -> dict[str, Any] | None:
+    """Streamed argument text as an object; an empty text is ``{}``, anything but an object ``None``."""
+    if not raw.strip():
+        return {}
+    try:
+        value = json.loads(raw)
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def output_text(result: ToolResult) -> str:
+    """The result as text for string-typed providers: the output (JSON unless a string), or the error."""
+    if result.error is not None:
+        return result.error or "error"
+    if isinstance(result.output, str):
+        return result.output
+    return _compact(result.output)
+
+
+def error_object(message: str) -> dict[str, Any]:
+    """The JSON object that carries a tool error where a provider has no error flag."""
+    return {"error": message or "error"}
+
+
+def parse_output(text: str, *, is_error: bool = False) -> ToolResult:
+    """Read back a result that :func:`output_text` or :func:`error_object` wrote."""
+    if is_error:
+        return ToolResult(error=text)
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return ToolResult(output=text)
+    return object_result(value)
+
+
+def object_result(value: Any) -> ToolResult:
+    """A result from a decoded JSON value: ``{"error": "..."}`` alone reads as an error."""
+    if isinstance(value, dict) and len(value) == 1 and isinstance(value.get("error"), str):
+        return ToolResult(error=value["error"])
+    return ToolResult(output=value)
+
+
+def tool_table(tools: Sequence[ToolSpec]) -> dict[str, ToolSpec]:
+    """Tools by name; a repeated name is a ``ValueError``."""
+    table: dict[str, ToolSpec] = {}
+    for spec in tools:
+        if spec.name in table:
+            raise ValueError(f"tools: the name {spec.name!r} is offered twice")
+        table[spec.name] = spec
+    return table
+
+
+def _compact(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
+
+
+def _preview(text: str) -> str:
+    return repr(text) if len(text) <= 60 else repr(text[:57] + "...")

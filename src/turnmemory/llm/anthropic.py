@@ -1,0 +1,245 @@
+"""Anthropic Messages over the official ``anthropic`` SDK.
+
+In-turn assistant messages keep every block as the API returned it: thinking blocks with their
+signatures, redacted thinking, text and tool use, in order. Prompt caching puts ephemeral
+``cache_control`` breakpoints on the last system block, the last tool, the new user message (the end
+of the prefix that later iterations and the next turn share) and the latest message; stale markers
+anywhere else, pending state included, are removed first.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Generator, Mapping, Sequence
+from typing import Any
+
+from turnmemory.llm._loop import (
+    Completion,
+    Connection,
+    Item,
+    PendingReplay,
+    Settings,
+    StreamInterrupted,
+    sdk_options,
+)
+from turnmemory.llm._retry import Failure, connection_failure, http_failure
+from turnmemory.llm._tools import Call, ToolResult, ToolSpec, output_text, parse_output
+from turnmemory.llm.events import Event, Reason, Usage
+from turnmemory.memory import Message
+from turnmemory.providers import anthropic as formatter
+
+__all__ = ["AnthropicWire"]
+
+DEFAULT_MAX_TOKENS = 8192
+_EPHEMERAL = {"type": "ephemeral"}
+
+
+def _text(text: str) -> Item:
+    return {"type": "text", "text": text}
+
+
+_STOPS: Mapping[str | None, Reason] = {
+    "max_tokens": "max_tokens",
+    "model_context_window_exceeded": "max_tokens",
+}
+
+
+class AnthropicWire:
+    """The Anthropic Messages wire format (``messages.stream``)."""
+
+    items_key = "messages"
+
+    def __init__(self, settings: Settings, connection: Connection) -> None:
+        import anthropic
+        import httpx2
+
+        self._sdk = anthropic
+        self._connection_errors: tuple[type[BaseException], ...] = (
+            anthropic.APIConnectionError,
+            httpx2.TransportError,
+        )
+        if connection.client is not None:
+            self._client = connection.client.with_options(max_retries=0)
+        else:
+            self._client = anthropic.Anthropic(**sdk_options(connection))
+        self.settings = settings
+        max_tokens = settings.max_tokens or DEFAULT_MAX_TOKENS
+        if settings.thinking is not None and settings.thinking >= max_tokens:
+            raise ValueError(
+                f"thinking: the budget ({settings.thinking}) must be below max_tokens ({max_tokens})"
+            )
+        self._max_tokens = max_tokens
+
+    def format(self, messages: Sequence[Message], pending: list[Item]) -> dict[str, Any]:
+        return formatter.to_request(
+            messages, pending=pending, arguments=self.settings.arguments, id_style=self.settings.id_style
+        )
+
+    def replayed_tools(self, request: Mapping[str, Any]) -> Sequence[str]:
+        return formatter.replayed_tool_names(request)
+
+    def stream(
+        self, request: Mapping[str, Any], tools: Sequence[ToolSpec], turn_start: int
+    ) -> Generator[Event | Completion, None, None]:
+        kwargs = self._kwargs(request, tools, turn_start)
+        stopped = False
+        with self._client.messages.stream(**kwargs) as stream:
+            for event in stream:
+                if event.type == "text" and event.text:
+                    yield Event("text", text=event.text)
+                elif event.type == "thinking" and event.thinking:
+                    yield Event("reasoning", text=event.thinking)
+                elif event.type == "message_stop":
+                    stopped = True
+            message = stream.current_message_snapshot if stopped else None
+        if message is None:
+            raise StreamInterrupted("the response stream ended before message_stop")
+        blocks = [
+            block for block in (_param(block.to_dict()) for block in message.content) if block is not None
+        ]
+        calls = tuple(
+            Call(
+                id=block["id"],
+                name=block["name"],
+                arguments=block["input"] if isinstance(block["input"], dict) else None,
+            )
+            for block in blocks
+            if block["type"] == "tool_use"
+        )
+        usage = message.usage
+        cache_read = usage.cache_read_input_tokens or 0
+        total_input = usage.input_tokens + cache_read + (usage.cache_creation_input_tokens or 0)
+        yield Completion(
+            items=({"role": "assistant", "content": blocks},) if blocks else (),
+            calls=calls,
+            text="".join(block["text"] for block in blocks if block["type"] == "text"),
+            usage=Usage(
+                input_tokens=total_input, output_tokens=usage.output_tokens, cached_tokens=cache_read
+            ),
+            stop=_STOPS.get(message.stop_reason, "stop"),
+        )
+
+    def tool_results(self, calls: Sequence[Call], results: Sequence[ToolResult]) -> list[Item]:
+        content = []
+        for call, result in zip(calls, results, strict=True):
+            block: Item = {"type": "tool_result", "tool_use_id": call.id, "content": output_text(result)}
+            if result.error is not None:
+                block["is_error"] = True
+            content.append(block)
+        return [{"role": "user", "content": content}]
+
+    def failure(self, error: Exception) -> Failure | None:
+        sdk = self._sdk
+        if isinstance(error, self._connection_errors):
+            return connection_failure(error)
+        if isinstance(error, sdk.APIStatusError):
+            message = error.api_message or error.message
+            return http_failure(error.status_code, message, kind=error.type, headers=error.response.headers)
+        return None
+
+    def replay(self, pending: Sequence[Item], out: PendingReplay) -> None:
+        for item in pending:
+            content = item.get("content")
+            assistant = item.get("role") == "assistant"
+            if isinstance(content, str):
+                if assistant:
+                    out.text(content)
+                continue
+            for block in content if isinstance(content, list) else ():
+                kind = block.get("type")
+                if kind == "text" and assistant:
+                    out.text(block.get("text", ""))
+                elif kind == "tool_use":
+                    out.call(block.get("id", ""), block.get("name", ""), block.get("input"))
+                elif kind == "tool_result":
+                    text = _result_text(block.get("content"))
+                    out.result(
+                        block.get("tool_use_id", ""), parse_output(text, is_error=bool(block.get("is_error")))
+                    )
+
+    def _kwargs(
+        self, request: Mapping[str, Any], tools: Sequence[ToolSpec], turn_start: int
+    ) -> dict[str, Any]:
+        settings = self.settings
+        messages = copy.deepcopy(request["messages"])
+        for message in messages:
+            _strip_cache_control(message)
+        for index in {turn_start - 1, len(messages) - 1}:
+            _mark(messages[index])
+        kwargs: dict[str, Any] = {
+            "model": settings.model,
+            "max_tokens": self._max_tokens,
+            "messages": messages,
+        }
+        system = request.get("system")
+        if system:
+            blocks: list[Item] = [_text(system)] if isinstance(system, str) else copy.deepcopy(system)
+            for block in blocks:
+                block.pop("cache_control", None)
+            blocks[-1]["cache_control"] = dict(_EPHEMERAL)
+            kwargs["system"] = blocks
+        if tools:
+            definitions = [_definition(spec) for spec in tools]
+            definitions[-1]["cache_control"] = dict(_EPHEMERAL)
+            kwargs["tools"] = definitions
+        if settings.temperature is not None:
+            kwargs["temperature"] = settings.temperature
+        if settings.thinking is not None:
+            kwargs["thinking"] = {"type": "enabled", "budget_tokens": settings.thinking}
+        return kwargs
+
+
+def _definition(spec: ToolSpec) -> Item:
+    definition: Item = {"name": spec.name, "input_schema": spec.schema()}
+    if spec.description:
+        definition["description"] = spec.description
+    return definition
+
+
+def _param(block: Item) -> Item | None:
+    """A response content block as a request block, or ``None`` for an empty text block."""
+    kind = block.get("type")
+    if kind == "text":
+        text = block.get("text", "")
+        return _text(text) if text.strip() else None
+    if kind == "thinking":
+        return {
+            "type": "thinking",
+            "thinking": block.get("thinking", ""),
+            "signature": block.get("signature", ""),
+        }
+    if kind == "redacted_thinking":
+        return {"type": "redacted_thinking", "data": block.get("data", "")}
+    if kind == "tool_use":
+        return {"type": "tool_use", "id": block["id"], "name": block["name"], "input": block.get("input", {})}
+    return block
+
+
+def _strip_cache_control(message: Item) -> None:
+    message.pop("cache_control", None)
+    content = message.get("content")
+    for block in content if isinstance(content, list) else ():
+        if isinstance(block, dict):
+            block.pop("cache_control", None)
+
+
+def _mark(message: Item) -> None:
+    """Put a cache breakpoint on the last block of ``message`` (a copy the caller owns)."""
+    content = message.get("content")
+    if isinstance(content, str):
+        content = [_text(content)]
+        message["content"] = content
+    if (
+        isinstance(content, list)
+        and content
+        and content[-1].get("type") not in ("thinking", "redacted_thinking")
+    ):
+        content[-1]["cache_control"] = dict(_EPHEMERAL)
+
+
+def _result_text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(block.get("text", "") for block in content if isinstance(block, dict))
+    return ""
