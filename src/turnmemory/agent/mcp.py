@@ -1,0 +1,338 @@
+"""MCP servers in the agent, through the official ``mcp`` SDK.
+
+The model sees one wrapper tool, ``call_mcp_tool(server, tool, arguments)``, a compact catalogue of
+every server's tools in the system prompt (:meth:`McpManager.catalogue_text`) and ``list_mcp_tools``
+for a tool's full input schema. Server and tool names are normalized and checked against the
+catalogue, and arguments against the tool's input schema, before anything reaches a server.
+
+::
+
+    configs = parse_mcp_config(config.get("mcp"))
+    with McpManager(configs, spill_dir=session_dir / "spill") as manager:
+        system_prompt += manager.catalogue_text()
+        output = manager.call("time", "get_current_time", {"timezone": "UTC"})
+        # {"server": "time", "tool": "get_current_time", "content": "...", "structured": {...}}
+
+The SDK is asyncio-based; the manager owns one event-loop thread and the synchronous agent loop
+submits work to it. Servers start lazily, every start-up and call is bounded by the server's
+timeout, a server whose process died is restarted before the next call, and :meth:`McpManager.close`
+(also run at exit) shuts every started server down.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import concurrent.futures
+import threading
+from collections.abc import Callable, Coroutine, Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from turnmemory.agent._mcp_catalogue import (
+    LIST_TOOL,
+    McpTool,
+    ServerCatalogue,
+    call_summary,
+    catalogue_text,
+    check_server,
+    check_tool,
+    compact_signature,
+    normalized_names,
+    parse_arguments,
+    resolve_call,
+    validate_arguments,
+)
+from turnmemory.agent._mcp_config import DEFAULT_TIMEOUT, McpError, McpServerConfig, parse_mcp_config
+from turnmemory.agent._mcp_results import INLINE_LIMIT, tool_error, tool_output
+from turnmemory.retention import MCP_TOOL
+
+if TYPE_CHECKING:
+    from turnmemory.agent._mcp_connection import Connection, ToolReply
+
+__all__ = [
+    "CALL_MCP_TOOL_SPEC",
+    "DEFAULT_TIMEOUT",
+    "INLINE_LIMIT",
+    "LIST_MCP_TOOLS_SPEC",
+    "MCP_TOOL",
+    "McpError",
+    "McpManager",
+    "McpServerConfig",
+    "McpTool",
+    "McpToolSpec",
+    "call_summary",
+    "compact_signature",
+    "parse_mcp_config",
+]
+
+_T = TypeVar("_T")
+_GRACE = 15.0  # beyond the configured timeouts, for stopping a dead session and thread hand-offs
+
+
+@dataclass(frozen=True, slots=True)
+class McpToolSpec:
+    """A wrapper tool as offered to the model: name, description and JSON schema of its arguments."""
+
+    name: str
+    description: str
+    input_schema: Mapping[str, Any] = field(default_factory=dict)
+
+
+CALL_MCP_TOOL_SPEC = McpToolSpec(
+    name=MCP_TOOL,
+    description=(
+        "Call a tool of a configured MCP server. The MCP servers section of the system prompt lists each "
+        "server's tools with their arguments; list_mcp_tools shows a tool's full input schema. "
+        "'arguments' must match that schema."
+    ),
+    input_schema={
+        "type": "object",
+        "properties": {
+            "server": {"type": "string", "description": "MCP server name, as listed"},
+            "tool": {"type": "string", "description": "tool name on that server"},
+            "arguments": {"type": "object", "description": "the tool's arguments, matching its input schema"},
+        },
+        "required": ["server", "tool"],
+        "additionalProperties": False,
+    },
+)
+"""The ``call_mcp_tool`` wrapper through which every MCP call runs (and replays)."""
+
+LIST_MCP_TOOLS_SPEC = McpToolSpec(
+    name=LIST_TOOL,
+    description=(
+        "List MCP tools with their full input schemas: all servers' catalogue without arguments, "
+        "one server's tools with 'server', one tool with 'server' and 'tool'."
+    ),
+    input_schema={
+        "type": "object",
+        "properties": {
+            "server": {"type": "string", "description": "MCP server name"},
+            "tool": {"type": "string", "description": "tool name on that server"},
+        },
+        "additionalProperties": False,
+    },
+)
+"""The ``list_mcp_tools`` wrapper that shows full input schemas."""
+
+
+class McpManager:
+    """The configured MCP servers of one agent process: lazy start, catalogue, calls, shutdown.
+
+    Thread-safe: calls may come from any thread; all SDK work runs on the manager's own event-loop
+    thread. Use as a context manager, or call :meth:`close` (it also runs at interpreter exit).
+    """
+
+    def __init__(
+        self, configs: Iterable[McpServerConfig], *, spill_dir: Path | str, inline_limit: int = INLINE_LIMIT
+    ) -> None:
+        self._configs: dict[str, McpServerConfig] = {}
+        for config in configs:
+            if config.name in self._configs:
+                raise ValueError(f"mcp server {config.name!r} is configured twice")
+            self._configs[config.name] = config
+        self.spill_dir = Path(spill_dir)
+        self.inline_limit = inline_limit
+        self._lock = threading.Lock()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._connections: dict[str, Connection] = {}
+        self._starting: dict[str, asyncio.Lock] = {}
+        self._failures: dict[str, str] = {}
+        self._closed = False
+        atexit.register(self.close)
+
+    @property
+    def servers(self) -> tuple[str, ...]:
+        """The configured server names, in config order."""
+        return tuple(self._configs)
+
+    def status(self) -> dict[str, str]:
+        """Each server's state for the user: ``not started``, ``running (N tools)``, ``disconnected``
+        or ``failed: <reason>``."""
+        states: dict[str, str] = {}
+        for name in self._configs:
+            connection = self._connections.get(name)
+            if name in self._failures:
+                states[name] = f"failed: {self._failures[name]}"
+            elif connection is None:
+                states[name] = "not started"
+            elif connection.running:
+                states[name] = f"running ({len(connection.tools)} tools)"
+            else:
+                states[name] = "disconnected"
+        return states
+
+    def catalogue_text(self) -> str:
+        """The system-prompt section listing every server's tools (starting servers not yet started).
+
+        A server that failed to start is listed with its error; it is not retried here (a call
+        retries it), so building a prompt never waits twice on a broken server.
+        """
+        if not self._configs:
+            return ""
+        wait = max(config.timeout for config in self._configs.values()) + _GRACE
+        return catalogue_text(self._run(self._start_all, wait))
+
+    def describe(self, server: Any = None, tool: Any = None) -> dict[str, Any]:
+        """The ``list_mcp_tools`` output: the catalogue, one server's tools, or one tool, with full schemas."""
+        if not server and not tool:
+            return {"catalogue": self.catalogue_text() or "no MCP servers are configured"}
+        name, tool_name = normalized_names(server, tool)
+        check_server(name, self.servers)
+        catalogue = self._catalogue(name)
+        tools = [check_tool(catalogue, tool_name)] if tool_name else list(catalogue.tools or ())
+        return {
+            "server": name,
+            "tools": [
+                {
+                    "name": entry.name,
+                    "description": entry.description,
+                    "input_schema": dict(entry.input_schema),
+                }
+                for entry in tools
+            ],
+        }
+
+    def check(self, server: Any, tool: Any, arguments: Any = None) -> tuple[str, str, dict[str, Any]]:
+        """``(server, tool, arguments)`` normalized and validated against the catalogue and the tool's
+        input schema (starting the server if needed); :class:`McpError` says what is wrong."""
+        name, tool_name = resolve_call(server, tool, self.servers)
+        parsed = parse_arguments(arguments)
+        entry = check_tool(self._catalogue(name), tool_name)
+        validate_arguments(entry, name, parsed)
+        return name, entry.name, parsed
+
+    def call(self, server: Any, tool: Any, arguments: Any = None) -> dict[str, Any]:
+        """Call an MCP tool; the output names the normalized ``server`` and ``tool``.
+
+        Returns ``{"server", "tool", "content", "structured"?, "truncated"?, "spill_file"?,
+        "size_bytes"?}``. Raises :class:`McpError` (one readable line) for an unknown server or
+        tool, arguments the schema rejects, a server that fails to start, a timeout, or a result
+        the server flags as an error.
+        """
+        name, tool_name, parsed = self.check(server, tool, arguments)
+        config = self._configs[name]
+        reply: ToolReply = self._run(
+            lambda: self._invoke(name, tool_name, parsed), 2 * config.timeout + _GRACE
+        )
+        if reply.is_error:
+            raise tool_error(name, tool_name, reply.text)
+        return tool_output(
+            name, tool_name, reply.text, reply.structured, spill_dir=self.spill_dir, limit=self.inline_limit
+        )
+
+    def execute(self, name: str, arguments: Mapping[str, Any]) -> dict[str, Any]:
+        """Run a wrapper tool call (``call_mcp_tool`` or ``list_mcp_tools``) as the model made it."""
+        if name == MCP_TOOL:
+            return self.call(arguments.get("server"), arguments.get("tool"), arguments.get("arguments"))
+        if name == LIST_TOOL:
+            return self.describe(arguments.get("server"), arguments.get("tool"))
+        raise McpError(f"{name!r} is not an MCP wrapper tool (expected {MCP_TOOL} or {LIST_TOOL})")
+
+    def close(self) -> None:
+        """Shut every started server down and stop the event-loop thread; safe to call again."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            loop, thread = self._loop, self._thread
+        atexit.unregister(self.close)
+        if loop is None or thread is None:
+            return
+        try:
+            asyncio.run_coroutine_threadsafe(self._stop_all(), loop).result(2 * _GRACE)
+        except (concurrent.futures.TimeoutError, McpError):
+            pass
+        finally:
+            loop.call_soon_threadsafe(loop.stop)
+            thread.join(_GRACE)
+
+    def __enter__(self) -> McpManager:
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
+    ) -> None:
+        self.close()
+
+    def _catalogue(self, name: str) -> ServerCatalogue:
+        connection = self._run(
+            lambda: self._ensure(name, retry_failed=True), self._configs[name].timeout + _GRACE
+        )
+        return ServerCatalogue(name=name, tools=connection.tools)
+
+    def _run(self, work: Callable[[], Coroutine[Any, Any, _T]], wait: float) -> _T:
+        """Run ``work()`` on the event-loop thread and wait for it; Ctrl-C abandons (cancels) it."""
+        future = asyncio.run_coroutine_threadsafe(work(), self._event_loop())
+        try:
+            return future.result(wait)
+        except concurrent.futures.TimeoutError:
+            raise McpError(f"MCP did not answer within {wait:g}s") from None
+        finally:
+            if not future.done():
+                future.cancel()
+
+    def _event_loop(self) -> asyncio.AbstractEventLoop:
+        with self._lock:
+            if self._closed:
+                raise McpError("the MCP servers are shut down")
+            if self._loop is None:
+                loop = asyncio.new_event_loop()
+                thread = threading.Thread(target=_run_loop, args=(loop,), name="turnmemory-mcp", daemon=True)
+                thread.start()
+                self._loop, self._thread = loop, thread
+            return self._loop
+
+    async def _ensure(self, name: str, *, retry_failed: bool) -> Connection:
+        """The running connection to ``name``: started now, or restarted if its session ended."""
+        from turnmemory.agent._mcp_connection import Connection
+
+        connection = self._connections.get(name)
+        if connection is None:
+            connection = Connection(self._configs[name], self.spill_dir / f"mcp-{name}.log")
+            self._connections[name] = connection
+        async with self._starting.setdefault(name, asyncio.Lock()):
+            if connection.running:
+                return connection
+            if name in self._failures and not retry_failed:
+                raise McpError(self._failures[name])
+            await connection.stop()
+            try:
+                await connection.start()
+            except McpError as error:
+                self._failures[name] = str(error)
+                raise
+            self._failures.pop(name, None)
+            return connection
+
+    async def _start_all(self) -> list[ServerCatalogue]:
+        names = list(self._configs)
+        results = await asyncio.gather(
+            *(self._ensure(name, retry_failed=False) for name in names), return_exceptions=True
+        )
+        return [
+            ServerCatalogue(name=name, tools=result.tools)
+            if not isinstance(result, BaseException)
+            else ServerCatalogue(name=name, error=str(result))
+            for name, result in zip(names, results, strict=True)
+        ]
+
+    async def _invoke(self, name: str, tool: str, arguments: dict[str, Any]) -> ToolReply:
+        connection = await self._ensure(name, retry_failed=True)
+        return await connection.call(tool, arguments)
+
+    async def _stop_all(self) -> None:
+        await asyncio.gather(*(connection.stop() for connection in self._connections.values()))
+
+
+def _run_loop(loop: asyncio.AbstractEventLoop) -> None:
+    asyncio.set_event_loop(loop)
+    try:
+        loop.run_forever()
+    finally:
+        loop.run_until_complete(loop.shutdown_asyncgens())
+        loop.close()
