@@ -1,0 +1,140 @@
+"""What every importer shares: tolerant reading, problem reports, and the turn builder."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+from turnmemory.transcripts._model import Event, ImportedSession, ImportedTurn, ToolCall, ToolResult
+
+__all__ = ["SessionBuilder", "as_text", "dump_input", "mapping", "read_json", "read_jsonl"]
+
+
+class SessionBuilder:
+    """Collects turns, skip counts and problem lines while an importer walks a file.
+
+    Events before the first user turn are dropped (counted as ``before_first_turn``); duplicate
+    call ids and results without a call are dropped and counted too, so a replay never fails.
+    """
+
+    def __init__(self, path: Path, fmt: str) -> None:
+        self.path = path
+        self.format = fmt
+        self.workspace: str | None = None
+        self.skipped: Counter[str] = Counter()
+        self.problems: list[str] = []
+        self._turns: list[tuple[str, list[Event]]] = []
+        self._calls: set[str] = set()
+        self._results: set[str] = set()
+
+    def problem(self, where: str | int, message: str) -> None:
+        """Report a malformed line or record (one readable line) and count it as skipped."""
+        location = f"{self.path.name}:{where}" if isinstance(where, int) else f"{self.path.name} ({where})"
+        self.problems.append(f"{location}: {message}")
+        self.skipped["malformed"] += 1
+
+    def skip(self, kind: str) -> None:
+        """Count one record that is deliberately not imported."""
+        self.skipped[kind] += 1
+
+    def user(self, text: str) -> None:
+        """Start a new user turn."""
+        self._turns.append((text, []))
+
+    @property
+    def in_turn(self) -> bool:
+        """Whether a user turn has started."""
+        return bool(self._turns)
+
+    def add(self, event: Event) -> None:
+        """Append an event to the current turn."""
+        if not self._turns:
+            self.skip("before_first_turn")
+            return
+        if isinstance(event, ToolCall):
+            if event.call_id in self._calls:
+                self.skip("duplicate_tool_call")
+                return
+            self._calls.add(event.call_id)
+        elif isinstance(event, ToolResult):
+            if event.call_id not in self._calls or event.call_id in self._results:
+                self.skip("orphan_tool_result")
+                return
+            self._results.add(event.call_id)
+        self._turns[-1][1].append(event)
+
+    def build(self) -> ImportedSession:
+        """The finished session."""
+        return ImportedSession(
+            path=str(self.path),
+            format=self.format,
+            workspace=self.workspace,
+            turns=tuple(ImportedTurn(user, tuple(events)) for user, events in self._turns),
+            skipped=self.skipped,
+            problems=tuple(self.problems),
+        )
+
+
+def read_jsonl(path: Path, builder: SessionBuilder) -> Iterator[tuple[int, dict[str, Any]]]:
+    """``(line number, object)`` for every line that is a JSON object; others are reported."""
+    with path.open("rb") as handle:
+        for number, raw in enumerate(handle, start=1):
+            if not raw.strip():
+                continue
+            try:
+                record = json.loads(raw)
+            except (ValueError, UnicodeDecodeError) as error:
+                builder.problem(number, f"not valid JSON ({_short(error)}); line skipped")
+                continue
+            if not isinstance(record, dict):
+                builder.problem(number, f"expected a JSON object, got {type(record).__name__}; line skipped")
+                continue
+            yield number, record
+
+
+def read_json(path: Path) -> Any:
+    """The JSON document at ``path``; a ``ValueError`` says in one line what is wrong with it."""
+    try:
+        return json.loads(path.read_bytes())
+    except (ValueError, UnicodeDecodeError) as error:
+        raise ValueError(f"{path.name}: not valid JSON ({_short(error)})") from None
+
+
+def as_text(content: Any) -> str:
+    """Text of a message or result content: a string, or text blocks joined (images as ``[image]``)."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, Mapping):
+        content = [content]
+    if not isinstance(content, list):
+        return "" if content is None else json.dumps(content, ensure_ascii=False)
+    parts: list[str] = []
+    for block in content:
+        if isinstance(block, str):
+            parts.append(block)
+        elif isinstance(block, Mapping):
+            text = block.get("text")
+            if isinstance(text, str):
+                parts.append(text)
+            elif block.get("type") in ("image", "image_url", "input_image"):
+                parts.append("[image]")
+            elif "content" in block:
+                parts.append(as_text(block["content"]))
+    return "\n".join(parts)
+
+
+def mapping(value: Any) -> Mapping[str, Any]:
+    """``value`` when it is a JSON object, else an empty one."""
+    return value if isinstance(value, Mapping) else {}
+
+
+def dump_input(value: Any) -> str:
+    """A call's input as the JSON text a provider request carries."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def _short(error: Exception) -> str:
+    return str(error).splitlines()[0][:120]

@@ -1,0 +1,181 @@
+"""OpenAI Codex CLI rollouts (``~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl``).
+
+Every line is ``{"timestamp", "type", "payload"}``. ``response_item`` payloads are the Responses API
+items the model saw (``message``, ``reasoning``, ``function_call``/``function_call_output``,
+``custom_tool_call``/``custom_tool_call_output`` such as ``apply_patch``, ``local_shell_call``,
+``web_search_call``); ``event_msg`` payloads are UI events: ``user_message`` starts a user turn,
+``token_count`` follows each model response, ``exec_command_end`` carries a command's exit code and
+``patch_apply_end`` the files a patch changed. User and developer ``message`` items are injected
+context (instructions, environment) and are skipped: the clean prompt is the ``user_message`` event.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from turnmemory.transcripts._build import SessionBuilder, as_text, dump_input, mapping, read_jsonl
+from turnmemory.transcripts._model import (
+    ImportedSession,
+    IterationEnd,
+    Prose,
+    Reasoning,
+    ToolCall,
+    ToolResult,
+)
+from turnmemory.transcripts._tools import exit_code_in, mcp_tool, patch_targets, patch_tool, shell_command
+
+__all__ = ["FORMAT", "load_codex"]
+
+FORMAT = "codex"
+
+_SHELL_TOOLS = {"exec_command": ("cmd", "command"), "shell_command": ("command",), "shell": ("command",)}
+
+
+def load_codex(path: Path) -> ImportedSession:
+    """Import one Codex CLI rollout file."""
+    builder = SessionBuilder(path, FORMAT)
+    records = list(read_jsonl(path, builder))
+    exit_codes: dict[str, int] = {}
+    patches: dict[str, tuple[bool, list[str]]] = {}
+    for _, record in records:
+        payload = record.get("payload")
+        if record.get("type") != "event_msg" or not isinstance(payload, Mapping):
+            continue
+        call_id = str(payload.get("call_id"))
+        if payload.get("type") == "exec_command_end" and isinstance(payload.get("exit_code"), int):
+            exit_codes[call_id] = payload["exit_code"]
+        elif payload.get("type") == "patch_apply_end":
+            changes = payload.get("changes")
+            patches[call_id] = (
+                payload.get("success") is True,
+                list(changes) if isinstance(changes, Mapping) else [],
+            )
+    calls: dict[str, ToolCall] = {}
+    for number, record in records:
+        kind, payload = record.get("type"), record.get("payload")
+        if not isinstance(payload, Mapping):
+            builder.problem(number, f"{kind} record without a payload object; skipped")
+            continue
+        item = payload.get("type")
+        if kind == "session_meta":
+            cwd = payload.get("cwd")
+            builder.workspace = cwd if isinstance(cwd, str) else builder.workspace
+        elif kind == "event_msg" and item == "user_message":
+            builder.user(str(payload.get("message") or ""))
+        elif kind == "event_msg" and item == "token_count":
+            if builder.in_turn:
+                builder.add(IterationEnd())
+        elif kind == "response_item":
+            _item(builder, payload, calls, exit_codes, patches)
+        else:
+            builder.skip(f"{kind}:{item}" if item else str(kind))
+    return builder.build()
+
+
+def _item(
+    builder: SessionBuilder,
+    payload: Mapping[str, Any],
+    calls: dict[str, ToolCall],
+    exit_codes: Mapping[str, int],
+    patches: Mapping[str, tuple[bool, list[str]]],
+) -> None:
+    item = payload.get("type")
+    if item == "message":
+        if payload.get("role") == "assistant":
+            builder.add(Prose(as_text(payload.get("content"))))
+        else:
+            builder.skip("injected_context")
+    elif item == "reasoning":
+        summary = as_text(payload.get("summary"))
+        if summary:
+            builder.add(Reasoning(summary))
+    elif item in ("function_call", "custom_tool_call", "local_shell_call", "web_search_call"):
+        started = _call(payload, len(calls))
+        calls[started.call_id] = started
+        builder.add(started)
+        if item == "web_search_call":  # served by the provider: no output item follows
+            builder.add(ToolResult(started.call_id, ""))
+    elif item in ("function_call_output", "custom_tool_call_output"):
+        call = calls.get(str(payload.get("call_id")))
+        if call is None:
+            builder.skip("orphan_tool_result")
+            return
+        builder.add(_result(call, payload.get("output"), exit_codes, patches))
+    else:
+        builder.skip(f"response_item:{item}")
+
+
+def _call(payload: Mapping[str, Any], index: int) -> ToolCall:
+    item = payload.get("type")
+    call_id = str(payload.get("call_id") or payload.get("id") or f"{item}_{index}")
+    if item == "local_shell_call":
+        action = mapping(payload.get("action"))
+        command = shell_command(action.get("command"))
+        return ToolCall(
+            call_id, "bash", {"command": command} if command else {}, "local_shell", dump_input(action)
+        )
+    if item == "web_search_call":
+        action = mapping(payload.get("action"))
+        url = action.get("url")
+        name, arguments = ("web_fetch", {"url": url}) if isinstance(url, str) else ("web_search", {})
+        return ToolCall(call_id, name, arguments, "web_search", dump_input(action))
+    source_name = str(payload.get("name") or "unknown_tool")
+    if item == "custom_tool_call":
+        raw = payload.get("input")
+        text = raw if isinstance(raw, str) else dump_input(raw)
+        name, arguments = patch_tool(text) if source_name == "apply_patch" else (source_name, {})
+        return ToolCall(call_id, name, arguments, source_name, text)
+    raw = payload.get("arguments")
+    text = raw if isinstance(raw, str) else dump_input(raw)
+    name, arguments = _function(source_name, _json_object(text))
+    return ToolCall(call_id, name, arguments, source_name, text)
+
+
+def _function(name: str, arguments: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
+    if name in _SHELL_TOOLS:
+        command = next(
+            (shell_command(arguments.get(key)) for key in _SHELL_TOOLS[name] if key in arguments), None
+        )
+        return "bash", {"command": command} if command else {}
+    if name == "apply_patch":
+        return patch_tool(str(arguments.get("input") or ""))
+    return mcp_tool(name) or (name, {})
+
+
+def _result(
+    call: ToolCall,
+    output: Any,
+    exit_codes: Mapping[str, int],
+    patches: Mapping[str, tuple[bool, list[str]]],
+) -> ToolResult:
+    text = output if isinstance(output, str) else as_text(output)
+    reported_code: int | None = None
+    wrapped = _json_object(text) if text.startswith("{") else {}
+    metadata = wrapped.get("metadata")
+    if isinstance(wrapped.get("output"), str) and isinstance(metadata, Mapping):  # old `shell` results
+        text = wrapped["output"]
+        reported_code = metadata.get("exit_code") if isinstance(metadata.get("exit_code"), int) else None
+    if text.startswith("execution error"):
+        return ToolResult(call.call_id, text, is_error=True)
+    if call.name == "bash":
+        code = exit_codes.get(call.call_id, reported_code)
+        code = exit_code_in(text) if code is None else code
+        return ToolResult(call.call_id, text, outcome={"exit_code": code} if code is not None else None)
+    if call.name in ("edit_file", "write_file"):
+        success, changed = patches.get(call.call_id, (text.startswith("Success") or reported_code == 0, []))
+        if not success:
+            return ToolResult(call.call_id, text, is_error=True)
+        targets = changed or [path for _, path in patch_targets(call.source_input)]
+        return ToolResult(call.call_id, text, outcome={"file_changed": targets[0]} if targets else None)
+    return ToolResult(call.call_id, text)
+
+
+def _json_object(text: str) -> dict[str, Any]:
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}
