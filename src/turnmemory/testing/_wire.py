@@ -1,0 +1,142 @@
+"""What every protocol module shares: the answer types, the per-request context and chunking.
+
+A protocol turns a script item into either a JSON answer or a list of stream frames; the server
+writes them. Frames are tagged so the server can cut a stream after its N-th content delta
+(``Reply.break_after``) or after the partial content of a mid-stream failure.
+"""
+
+from __future__ import annotations
+
+import base64
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+from turnmemory.testing._script import Failure, Reply, ToolCall
+
+__all__ = [
+    "Exchange",
+    "Frame",
+    "FramePart",
+    "JsonAnswer",
+    "Route",
+    "WireProtocol",
+    "cut_point",
+    "error_kind",
+    "json_pieces",
+    "text_pieces",
+]
+
+FramePart = Literal["opening", "content", "other"]
+
+
+@dataclass(frozen=True, slots=True)
+class Frame:
+    """One encoded stream event; ``part`` says whether it opens the stream or carries content."""
+
+    data: bytes
+    part: FramePart = "other"
+
+
+@dataclass(frozen=True, slots=True)
+class JsonAnswer:
+    """A complete (non-stream) HTTP answer with a JSON body."""
+
+    status: int
+    body: Mapping[str, Any]
+    headers: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Route:
+    """A matched request path: whether it streams (``None``: the body's ``stream`` flag decides)."""
+
+    stream: bool | None = None
+    model: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Exchange:
+    """The request a script item answers: its per-server number, model and JSON body."""
+
+    number: int
+    model: str
+    body: Mapping[str, Any]
+
+    def id(self, prefix: str, index: int | None = None) -> str:
+        """A deterministic id such as ``toolu_003_1``: unique per server, prefix and index."""
+        base = f"{prefix}_{self.number:03d}"
+        return base if index is None else f"{base}_{index}"
+
+    def call_id(self, call: ToolCall, index: int, prefix: str) -> str:
+        """The scripted tool call id, or a generated one."""
+        return call.id if call.id is not None else self.id(prefix, index)
+
+    def signature(self, what: str) -> str:
+        """A deterministic base64 token standing for a provider's opaque signature."""
+        return base64.b64encode(f"fake-{what}-{self.number:03d}".encode()).decode()
+
+
+class WireProtocol(Protocol):
+    """One provider's wire format, as the server drives it."""
+
+    name: str
+    stream_content_type: str
+
+    def route(self, path: str) -> Route | None:
+        """Whether the request path (without query) is this protocol's, and what it says."""
+
+    def authorized(self, headers: Mapping[str, str], query: str) -> bool:
+        """Whether the request carries a credential the real API would look at."""
+
+    def error(self, failure: Failure) -> JsonAnswer:
+        """The provider's HTTP error answer for a failure."""
+
+    def message(self, reply: Reply, exchange: Exchange) -> Mapping[str, Any]:
+        """The provider's complete (non-stream) response body for a reply."""
+
+    def stream(self, reply: Reply, exchange: Exchange) -> list[Frame]:
+        """The provider's whole stream for a reply."""
+
+    def stream_error(self, failure: Failure, exchange: Exchange, sent: int) -> list[Frame]:
+        """The provider's in-stream error event(s), following ``sent`` frames already written."""
+
+
+def cut_point(frames: list[Frame], contents: int | None) -> int:
+    """How many frames to send before a break: through the ``contents``-th content frame.
+
+    ``None`` means through the last content frame. With no content to send, only the opening
+    frames go out.
+    """
+    content_indices = [i for i, frame in enumerate(frames) if frame.part == "content"]
+    wanted = len(content_indices) if contents is None else min(contents, len(content_indices))
+    if wanted == 0:
+        openings = 0
+        while openings < len(frames) and frames[openings].part == "opening":
+            openings += 1
+        return openings
+    return content_indices[wanted - 1] + 1
+
+
+_WORD = re.compile(r"\s*\S+\s*|\s+")
+
+
+def text_pieces(text: str) -> list[str]:
+    """Split text into the deltas a stream sends: one word with its surrounding spaces each."""
+    return _WORD.findall(text)
+
+
+_JSON_PIECE = 16
+
+
+def json_pieces(text: str) -> list[str]:
+    """Split argument JSON into fragments of up to 16 characters (at least one fragment)."""
+    return [text[i : i + _JSON_PIECE] for i in range(0, len(text), _JSON_PIECE)] or [""]
+
+
+def error_kind(failure: Failure, by_status: Mapping[int, str], client: str, server: str) -> str:
+    """The provider's error type for a failure: ``kind``, the status's own, or the class default."""
+    if failure.kind is not None and not failure.context_overflow:
+        return failure.kind
+    return by_status.get(failure.status, client if failure.status < 500 else server)

@@ -1,0 +1,22 @@
+"""One fake server per test module, reset before each test; a test must consume what it pushes."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from turnmemory.testing import FakeProviderServer
+
+
+@pytest.fixture(scope="module")
+def module_server() -> Iterator[FakeProviderServer]:
+    with FakeProviderServer() as server:
+        yield server
+
+
+@pytest.fixture
+def server(module_server: FakeProviderServer) -> Iterator[FakeProviderServer]:
+    module_server.reset()
+    yield module_server
+    assert module_server.remaining == 0, "the test left scripted items unconsumed"
