@@ -3,7 +3,8 @@
 ::
 
     [mcp]
-    timeout = 30                      # seconds, default for every server: start-up and each call
+    timeout = 30                      # seconds allowed for each tool call (default for every server)
+    startup_timeout = 30              # seconds allowed for a server to start (default: timeout)
 
     [mcp.servers.time]
     command = "uvx"
@@ -32,12 +33,13 @@ from typing import Any, Literal
 __all__ = ["DEFAULT_TIMEOUT", "McpError", "McpServerConfig", "parse_mcp_config"]
 
 DEFAULT_TIMEOUT = 30.0
-"""Seconds allowed for a server's start-up and for each tool call, unless the config says otherwise."""
+"""Seconds allowed for each tool call, and for a server's start-up, unless the config says otherwise."""
 
 _SERVER_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 _VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
-_STDIO_KEYS = frozenset({"command", "args", "env", "cwd", "timeout"})
-_HTTP_KEYS = frozenset({"url", "headers", "timeout"})
+_TIMEOUT_KEYS = frozenset({"timeout", "startup_timeout"})
+_STDIO_KEYS = frozenset({"command", "args", "env", "cwd"}) | _TIMEOUT_KEYS
+_HTTP_KEYS = frozenset({"url", "headers"}) | _TIMEOUT_KEYS
 
 
 def _empty() -> Mapping[str, str]:
@@ -52,6 +54,7 @@ class McpError(Exception):
 class McpServerConfig:
     """One configured MCP server: a stdio ``command`` (with ``args``, ``env``, ``cwd``) or an HTTP ``url``.
 
+    ``timeout`` bounds each tool call, ``startup_timeout`` the launch, handshake and tool listing.
     ``env`` and ``headers`` often hold credentials, so they are left out of ``repr``.
     """
 
@@ -63,6 +66,7 @@ class McpServerConfig:
     url: str | None = None
     headers: Mapping[str, str] = field(default_factory=_empty, repr=False)
     timeout: float = DEFAULT_TIMEOUT
+    startup_timeout: float = DEFAULT_TIMEOUT
 
     def __post_init__(self) -> None:
         if not _SERVER_NAME.match(self.name):
@@ -71,8 +75,8 @@ class McpServerConfig:
             raise ValueError(
                 f"mcp.servers.{self.name}: give exactly one of 'command' (stdio) or 'url' (HTTP)"
             )
-        if not self.timeout > 0:
-            raise ValueError(f"mcp.servers.{self.name}: 'timeout' must be a positive number of seconds")
+        if not (self.timeout > 0 and self.startup_timeout > 0):
+            raise ValueError(f"mcp.servers.{self.name}: timeouts must be positive numbers of seconds")
 
     @property
     def transport(self) -> Literal["stdio", "http"]:
@@ -83,24 +87,26 @@ class McpServerConfig:
 def parse_mcp_config(table: Mapping[str, Any] | None) -> tuple[McpServerConfig, ...]:
     """The servers of the ``[mcp]`` config table, in file order; ``ValueError`` (one line) on bad input.
 
-    ``table`` is the parsed ``[mcp]`` table: ``{"servers": {name: {...}}, "timeout": seconds}``;
-    ``None`` or an empty table means no servers.
+    ``table`` is the parsed ``[mcp]`` table: ``{"servers": {name: {...}}, "timeout": seconds,
+    "startup_timeout": seconds}``; ``None`` or an empty table means no servers.
     """
     if table is None:
         return ()
     if not isinstance(table, Mapping):
         raise ValueError("[mcp] must be a table")
-    unknown = set(table) - {"servers", "timeout"}
+    unknown = set(table) - {"servers"} - _TIMEOUT_KEYS
     if unknown:
-        raise ValueError(f"[mcp]: unknown key {sorted(unknown)[0]!r} (expected 'servers', 'timeout')")
-    default_timeout = _timeout(table.get("timeout", DEFAULT_TIMEOUT), "[mcp]")
+        raise ValueError(
+            f"[mcp]: unknown key {sorted(unknown)[0]!r} (expected 'servers', 'timeout', 'startup_timeout')"
+        )
+    defaults = _timeouts(table, DEFAULT_TIMEOUT, None, "[mcp]")
     servers = table.get("servers", {})
     if not isinstance(servers, Mapping):
         raise ValueError("mcp.servers must be a table of server tables")
-    return tuple(_server(str(name), entry, default_timeout) for name, entry in servers.items())
+    return tuple(_server(str(name), entry, defaults) for name, entry in servers.items())
 
 
-def _server(name: str, entry: Any, default_timeout: float) -> McpServerConfig:
+def _server(name: str, entry: Any, defaults: tuple[float, float | None]) -> McpServerConfig:
     where = f"mcp.servers.{name}"
     if not isinstance(entry, Mapping):
         raise ValueError(f"{where} must be a table")
@@ -112,7 +118,8 @@ def _server(name: str, entry: Any, default_timeout: float) -> McpServerConfig:
         raise ValueError(
             f"{where}: unknown key {sorted(unknown)[0]!r} (allowed: {', '.join(sorted(allowed))})"
         )
-    timeout = _timeout(entry.get("timeout", default_timeout), where)
+    timeout, startup = _timeouts(entry, *defaults, where)
+    startup_timeout = startup if startup is not None else timeout
     if "command" in entry:
         command = _string(entry["command"], f"{where}.command")
         if not command.strip():
@@ -128,6 +135,7 @@ def _server(name: str, entry: Any, default_timeout: float) -> McpServerConfig:
             env=_string_table(entry.get("env", {}), f"{where}.env"),
             cwd=_string(cwd, f"{where}.cwd") if cwd is not None else None,
             timeout=timeout,
+            startup_timeout=startup_timeout,
         )
     url = _expand(_string(entry["url"], f"{where}.url"), f"{where}.url")
     if not url.startswith(("http://", "https://")):
@@ -140,9 +148,18 @@ def _server(name: str, entry: Any, default_timeout: float) -> McpServerConfig:
     )
 
 
-def _timeout(value: Any, where: str) -> float:
+def _timeouts(
+    table: Mapping[str, Any], timeout: float, startup_timeout: float | None, where: str
+) -> tuple[float, float | None]:
+    """``(timeout, startup_timeout)`` of ``table`` over the given defaults; ``None``: as the timeout."""
+    call = _seconds(table.get("timeout", timeout), f"{where}.timeout")
+    startup = table.get("startup_timeout", startup_timeout)
+    return call, _seconds(startup, f"{where}.startup_timeout") if startup is not None else None
+
+
+def _seconds(value: Any, where: str) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
-        raise ValueError(f"{where}: 'timeout' must be a positive number of seconds")
+        raise ValueError(f"{where} must be a positive number of seconds")
     return float(value)
 
 

@@ -76,7 +76,7 @@ class Connection:
         loop = asyncio.get_running_loop()
         ready: asyncio.Future[None] = loop.create_future()
         self._stop = anyio.Event()
-        self._scope = anyio.CancelScope(deadline=anyio.current_time() + self.config.timeout)
+        self._scope = anyio.CancelScope(deadline=anyio.current_time() + self.config.startup_timeout)
         self._abandoned = False
         stop, scope = self._stop, self._scope
         self._task = loop.create_task(self._serve(ready, stop, scope))
@@ -161,7 +161,9 @@ class Connection:
             http = await stack.enter_async_context(
                 httpx2.AsyncClient(
                     headers=dict(config.headers),
-                    timeout=httpx2.Timeout(config.timeout, read=max(config.timeout, _HTTP_READ_TIMEOUT)),
+                    timeout=httpx2.Timeout(
+                        config.startup_timeout, read=max(config.timeout, _HTTP_READ_TIMEOUT)
+                    ),
                 )
             )
             return streamable_http_client(config.url, http_client=http)
@@ -182,7 +184,7 @@ class Connection:
             return McpError(f"MCP server {name!r}: start-up was cancelled")
         error = _leaf(failure)
         if isinstance(error, TimeoutError):
-            reason = f"did not answer within {self.config.timeout:g}s"
+            reason = f"did not answer within {self.config.startup_timeout:g}s"
         elif isinstance(error, FileNotFoundError) and self.config.command is not None:
             reason = f"command not found: {self.config.command}"
         elif isinstance(error, MCPError) and error.code == mcp_types.CONNECTION_CLOSED:

@@ -15,7 +15,7 @@ catalogue, and arguments against the tool's input schema, before anything reache
 
 The SDK is asyncio-based; the manager owns one event-loop thread and the synchronous agent loop
 submits work to it. Servers start lazily, every start-up and call is bounded by the server's
-timeout, a server whose process died is restarted before the next call, and :meth:`McpManager.close`
+timeouts, a server whose process died is restarted before the next call, and :meth:`McpManager.close`
 (also run at exit) shuts every started server down.
 """
 
@@ -25,8 +25,7 @@ import asyncio
 import atexit
 import concurrent.futures
 import threading
-from collections.abc import Callable, Coroutine, Iterable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Coroutine, Iterable
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -47,6 +46,7 @@ from turnmemory.agent._mcp_catalogue import (
 )
 from turnmemory.agent._mcp_config import DEFAULT_TIMEOUT, McpError, McpServerConfig, parse_mcp_config
 from turnmemory.agent._mcp_results import INLINE_LIMIT, tool_error, tool_output
+from turnmemory.llm import ToolSpec
 from turnmemory.retention import MCP_TOOL
 
 if TYPE_CHECKING:
@@ -62,7 +62,6 @@ __all__ = [
     "McpManager",
     "McpServerConfig",
     "McpTool",
-    "McpToolSpec",
     "call_summary",
     "compact_signature",
     "parse_mcp_config",
@@ -72,16 +71,7 @@ _T = TypeVar("_T")
 _GRACE = 15.0  # beyond the configured timeouts, for stopping a dead session and thread hand-offs
 
 
-@dataclass(frozen=True, slots=True)
-class McpToolSpec:
-    """A wrapper tool as offered to the model: name, description and JSON schema of its arguments."""
-
-    name: str
-    description: str
-    input_schema: Mapping[str, Any] = field(default_factory=dict)
-
-
-CALL_MCP_TOOL_SPEC = McpToolSpec(
+CALL_MCP_TOOL_SPEC = ToolSpec(
     name=MCP_TOOL,
     description=(
         "Call a tool of a configured MCP server. The MCP servers section of the system prompt lists each "
@@ -101,7 +91,7 @@ CALL_MCP_TOOL_SPEC = McpToolSpec(
 )
 """The ``call_mcp_tool`` wrapper through which every MCP call runs (and replays)."""
 
-LIST_MCP_TOOLS_SPEC = McpToolSpec(
+LIST_MCP_TOOLS_SPEC = ToolSpec(
     name=LIST_TOOL,
     description=(
         "List MCP tools with their full input schemas: all servers' catalogue without arguments, "
@@ -174,7 +164,7 @@ class McpManager:
         """
         if not self._configs:
             return ""
-        wait = max(config.timeout for config in self._configs.values()) + _GRACE
+        wait = max(config.startup_timeout for config in self._configs.values()) + _GRACE
         return catalogue_text(self._run(self._start_all, wait))
 
     def describe(self, server: Any = None, tool: Any = None) -> dict[str, Any]:
@@ -217,21 +207,13 @@ class McpManager:
         name, tool_name, parsed = self.check(server, tool, arguments)
         config = self._configs[name]
         reply: ToolReply = self._run(
-            lambda: self._invoke(name, tool_name, parsed), 2 * config.timeout + _GRACE
+            lambda: self._invoke(name, tool_name, parsed), config.startup_timeout + config.timeout + _GRACE
         )
         if reply.is_error:
             raise tool_error(name, tool_name, reply.text)
         return tool_output(
             name, tool_name, reply.text, reply.structured, spill_dir=self.spill_dir, limit=self.inline_limit
         )
-
-    def execute(self, name: str, arguments: Mapping[str, Any]) -> dict[str, Any]:
-        """Run a wrapper tool call (``call_mcp_tool`` or ``list_mcp_tools``) as the model made it."""
-        if name == MCP_TOOL:
-            return self.call(arguments.get("server"), arguments.get("tool"), arguments.get("arguments"))
-        if name == LIST_TOOL:
-            return self.describe(arguments.get("server"), arguments.get("tool"))
-        raise McpError(f"{name!r} is not an MCP wrapper tool (expected {MCP_TOOL} or {LIST_TOOL})")
 
     def close(self) -> None:
         """Shut every started server down and stop the event-loop thread; safe to call again."""
@@ -261,7 +243,7 @@ class McpManager:
 
     def _catalogue(self, name: str) -> ServerCatalogue:
         connection = self._run(
-            lambda: self._ensure(name, retry_failed=True), self._configs[name].timeout + _GRACE
+            lambda: self._ensure(name, retry_failed=True), self._configs[name].startup_timeout + _GRACE
         )
         return ServerCatalogue(name=name, tools=connection.tools)
 
