@@ -34,7 +34,8 @@ class ToolSpec:
 
     def schema(self) -> dict[str, Any]:
         """The input schema as a plain (JSON-ready, mutable) dict."""
-        return json.loads(json.dumps(self.input_schema))  # type: ignore[no-any-return]
+        schema: dict[str, Any] = plain(self.input_schema)
+        return schema
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,8 +137,17 @@ def tool_table(tools: Sequence[ToolSpec]) -> dict[str, ToolSpec]:
     return table
 
 
+def plain(value: Any) -> Any:
+    """``value`` with every mapping turned into a new dict and every sequence into a new list."""
+    if isinstance(value, Mapping):
+        return {str(key): plain(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [plain(item) for item in value]
+    return value
+
+
 def _compact(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
+    return json.dumps(plain(value), ensure_ascii=False, separators=(",", ":"), default=str)
 
 
 def _preview(text: str) -> str:
