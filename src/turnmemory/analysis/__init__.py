@@ -1,0 +1,60 @@
+"""Token and cost accounting of history strategies on real session logs.
+
+Replays imported sessions (:mod:`turnmemory.transcripts`) request by request under seven history
+strategies (``full``, ``prose_only``, ``turnmemory``, ``turnmemory_target``, ``mask10``,
+``anthropic_clear``, ``opencode_prune``), measures what each request carries in one wire shape, and
+prices the session under a prompt-cache model::
+
+    from turnmemory.analysis import analyze_session, build_report, open_meter, report_json
+    from turnmemory.transcripts import discover, load_session
+
+    meter = open_meter("o200k")            # falls back to UTF-8 bytes, with meter.note saying why
+    sessions = [analyze_session(load_session(p), meter) for p in discover(["~/.codex/sessions"])]
+    print(report_json(build_report(sessions, meter))["total"]["turnmemory"])
+"""
+
+from turnmemory.analysis._cost import CACHE_READ, CACHE_WRITE, request_cost, shared_prefix, total_cost
+from turnmemory.analysis._measure import Block, Meter, Tokenizer, Unit, open_meter
+from turnmemory.analysis._report import (
+    Report,
+    SessionReport,
+    StrategyResult,
+    analyze_session,
+    build_report,
+    render_markdown,
+    render_table_rows,
+    report_json,
+    summary_line,
+    tool_share_removed,
+)
+from turnmemory.analysis._strategies import STRATEGIES, Request, StrategyName, requests
+from turnmemory.analysis._trace import Turn, conversation
+
+__all__ = [
+    "CACHE_READ",
+    "CACHE_WRITE",
+    "STRATEGIES",
+    "Block",
+    "Meter",
+    "Report",
+    "Request",
+    "SessionReport",
+    "StrategyName",
+    "StrategyResult",
+    "Tokenizer",
+    "Turn",
+    "Unit",
+    "analyze_session",
+    "build_report",
+    "conversation",
+    "open_meter",
+    "render_markdown",
+    "render_table_rows",
+    "report_json",
+    "request_cost",
+    "requests",
+    "shared_prefix",
+    "summary_line",
+    "tool_share_removed",
+    "total_cost",
+]
