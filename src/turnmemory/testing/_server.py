@@ -17,12 +17,13 @@ from types import TracebackType
 from typing import Any, cast
 
 from turnmemory.testing._anthropic import ANTHROPIC
+from turnmemory.testing._openai_chat import OPENAI_CHAT
 from turnmemory.testing._script import Failure, Reply, ScriptItem
 from turnmemory.testing._wire import Exchange, Frame, JsonAnswer, Route, WireProtocol, cut_point
 
 __all__ = ["PROVIDERS", "FakeProviderServer", "RecordedRequest"]
 
-_PROTOCOLS: tuple[WireProtocol, ...] = (ANTHROPIC,)
+_PROTOCOLS: tuple[WireProtocol, ...] = (ANTHROPIC, OPENAI_CHAT)
 PROVIDERS: tuple[str, ...] = tuple(protocol.name for protocol in _PROTOCOLS)
 """The provider names the server speaks, as ``RecordedRequest.provider`` and ``base_url`` spell them."""
 
