@@ -1,0 +1,149 @@
+"""Listing a directory's files the way git would: ignored files left out.
+
+Inside a git work tree the listing comes from ``git ls-files`` (tracked and untracked, minus what
+``.gitignore`` and friends exclude). Elsewhere a small ``.gitignore`` matcher walks the tree: nested
+``.gitignore`` files, ``!`` negation, directory-only ``dir/`` patterns, anchored ``/x`` and ``a/b``
+patterns and ``**``.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+__all__ = ["IgnoreRule", "glob_regex", "list_files", "parse_gitignore"]
+
+
+def glob_regex(pattern: str) -> str:
+    """A regex (to ``fullmatch`` a ``/``-separated path) for a glob with ``**``, ``*``, ``?`` and ``[...]``."""
+    out: list[str] = []
+    i, n = 0, len(pattern)
+    while i < n:
+        c = pattern[i]
+        if pattern.startswith("**/", i):
+            out.append("(?:.*/)?")
+            i += 3
+        elif pattern.startswith("**", i):
+            out.append(".*")
+            i += 2
+        elif c == "*":
+            out.append("[^/]*")
+            i += 1
+        elif c == "?":
+            out.append("[^/]")
+            i += 1
+        elif c == "[":
+            end = pattern.find("]", i + 2 if pattern[i + 1 : i + 2] in ("!", "^") else i + 1)
+            if end == -1:
+                out.append(re.escape(c))
+                i += 1
+            else:
+                body = pattern[i + 1 : end]
+                if body[:1] in ("!", "^"):
+                    body = "^" + body[1:]
+                out.append("[" + body.replace("\\", "\\\\") + "]")
+                i = end + 1
+        elif c == "\\" and i + 1 < n:
+            out.append(re.escape(pattern[i + 1]))
+            i += 2
+        else:
+            out.append(re.escape(c))
+            i += 1
+    return "".join(out)
+
+
+@dataclass(frozen=True, slots=True)
+class IgnoreRule:
+    """One ``.gitignore`` line, compiled; ``base`` is its directory relative to the walk root."""
+
+    regex: re.Pattern[str]
+    negate: bool
+    dir_only: bool
+    base: str
+
+    def matches(self, path: str, is_dir: bool) -> bool:
+        """Whether the rule applies to ``path`` (relative to the walk root)."""
+        if self.dir_only and not is_dir:
+            return False
+        if self.base:
+            if not path.startswith(self.base + "/"):
+                return False
+            path = path[len(self.base) + 1 :]
+        return self.regex.fullmatch(path) is not None
+
+
+def parse_gitignore(text: str, base: str = "") -> list[IgnoreRule]:
+    """The rules of one ``.gitignore`` file found in directory ``base``."""
+    rules: list[IgnoreRule] = []
+    for raw in text.splitlines():
+        line = raw.rstrip()
+        if not line or line.startswith("#"):
+            continue
+        negate = line.startswith("!")
+        if negate or line.startswith("\\"):
+            line = line[1:]
+        dir_only = line.endswith("/")
+        line = line.rstrip("/")
+        if not line:
+            continue
+        anchored = "/" in line
+        line = line.lstrip("/")
+        regex = glob_regex(line) if anchored or line.startswith("**") else "(?:.*/)?" + glob_regex(line)
+        rules.append(IgnoreRule(re.compile(regex), negate, dir_only, base))
+    return rules
+
+
+def _ignored(rules: list[IgnoreRule], path: str, is_dir: bool) -> bool:
+    verdict = False
+    for rule in rules:
+        if rule.matches(path, is_dir):
+            verdict = not rule.negate
+    return verdict
+
+
+def _walk(root: str) -> Iterator[str]:
+    def visit(directory: str, rel: str, rules: list[IgnoreRule]) -> Iterator[str]:
+        ignore_file = os.path.join(directory, ".gitignore")
+        if os.path.isfile(ignore_file):
+            with open(ignore_file, encoding="utf-8", errors="replace") as handle:
+                rules = rules + parse_gitignore(handle.read(), rel)
+        try:
+            entries = sorted(os.scandir(directory), key=lambda entry: entry.name)
+        except OSError:
+            return
+        for entry in entries:
+            path = f"{rel}/{entry.name}" if rel else entry.name
+            is_dir = entry.is_dir(follow_symlinks=False)
+            if entry.name == ".git" or _ignored(rules, path, is_dir):
+                continue
+            if is_dir:
+                yield from visit(entry.path, path, rules)
+            else:
+                yield path
+
+    yield from visit(root, "", [])
+
+
+def _git_files(root: str) -> list[str] | None:
+    try:
+        listed = subprocess.run(
+            ["git", "-C", root, "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+            capture_output=True,
+            timeout=30,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if listed.returncode != 0:
+        return None
+    names = {name for name in listed.stdout.decode("utf-8", "replace").split("\0") if name}
+    return sorted(name for name in names if os.path.lexists(os.path.join(root, name)))
+
+
+def list_files(root: str) -> list[str]:
+    """The files under directory ``root`` that are not ignored, as sorted ``/``-separated relative paths."""
+    found = _git_files(root)
+    return found if found is not None else list(_walk(root))
