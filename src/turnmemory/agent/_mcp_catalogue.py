@@ -162,7 +162,7 @@ def _fields(schema: Mapping[str, Any], root: Mapping[str, Any], depth: int) -> s
     if not isinstance(properties, Mapping):
         return ""
     required = schema.get("required")
-    needed = set(required) if isinstance(required, list) else set()
+    needed = {name for name in required if isinstance(name, str)} if isinstance(required, list) else set()
     return ", ".join(
         f"{name}{'' if name in needed else '?'}: {_render(value, root, depth - 1)}"
         for name, value in properties.items()

@@ -145,6 +145,7 @@ def _server(name: str, entry: Any, defaults: tuple[float, float | None]) -> McpS
         url=url,
         headers=_string_table(entry.get("headers", {}), f"{where}.headers"),
         timeout=timeout,
+        startup_timeout=startup_timeout,
     )
 
 

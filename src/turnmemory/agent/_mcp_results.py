@@ -50,7 +50,7 @@ def tool_output(
         return output
     full = _full_text(output["content"], structured)
     path = _spill_path(spill_dir, server, tool)
-    path.write_text(full, encoding="utf-8")
+    path.write_bytes(full.encode("utf-8"))
     preview = cut_utf8(full, PREVIEW_BYTES)
     output.pop("structured", None)
     output["content"] = preview
