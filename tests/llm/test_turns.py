@@ -17,7 +17,7 @@ import turnmemory as tm
 from turnmemory.llm import Client, Event, ToolResult, ToolSpec, record
 from turnmemory.testing import Failure, FakeProviderServer, Reply, ToolCall
 
-PROVIDERS = ["anthropic"]
+PROVIDERS = ["anthropic", "openai_chat"]
 
 READ = ToolSpec(
     name="read_file",
@@ -494,6 +494,9 @@ def _declared_tools(provider: str, body: dict[str, Any]) -> list[str] | None:
     if provider == "anthropic":
         tools = body.get("tools")
         return [tool["name"] for tool in tools] if tools is not None else None
+    if provider == "openai_chat":
+        tools = body.get("tools")
+        return [tool["function"]["name"] for tool in tools] if tools is not None else None
     raise AssertionError(provider)
 
 

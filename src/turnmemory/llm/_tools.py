@@ -12,16 +12,22 @@ from turnmemory.llm._schema import schema_problem
 
 __all__ = [
     "EMPTY_SCHEMA",
+    "NO_OUTPUT",
     "Call",
     "ToolResult",
     "ToolSpec",
     "call_problem",
-    "output_text",
+    "object_result",
+    "parse_arguments",
     "parse_output",
     "placeholder_tool",
+    "plain",
+    "result_text",
+    "tool_table",
 ]
 
 EMPTY_SCHEMA: Mapping[str, Any] = MappingProxyType({"type": "object", "properties": {}})
+NO_OUTPUT = "(no output)"
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,22 +101,22 @@ def parse_arguments(raw: str) -> dict[str, Any] | None:
     return value if isinstance(value, dict) else None
 
 
-def output_text(result: ToolResult) -> str:
-    """The result as text for string-typed providers: the output (JSON unless a string), or the error."""
+def result_text(result: ToolResult, *, flagged: bool) -> str:
+    """A result as text, for providers whose results are strings.
+
+    Output that is not a string is compact JSON. An error is its message where the provider
+    ``flagged`` errors itself (``is_error``), and ``{"error": message}`` where it has no such flag.
+    Empty text becomes ``(no output)``, since providers reject empty result text.
+    """
     if result.error is not None:
-        return result.error or "error"
-    if isinstance(result.output, str):
-        return result.output
-    return _compact(result.output)
-
-
-def error_object(message: str) -> dict[str, Any]:
-    """The JSON object that carries a tool error where a provider has no error flag."""
-    return {"error": message or "error"}
+        text = result.error if flagged else _compact({"error": result.error})
+    else:
+        text = result.output if isinstance(result.output, str) else _compact(result.output)
+    return text or NO_OUTPUT
 
 
 def parse_output(text: str, *, is_error: bool = False) -> ToolResult:
-    """Read back a result that :func:`output_text` or :func:`error_object` wrote."""
+    """Read back a result that :func:`result_text` wrote (``is_error``: the provider flagged it)."""
     if is_error:
         return ToolResult(error=text)
     try:

@@ -23,7 +23,7 @@ from turnmemory.llm._loop import (
     sdk_options,
 )
 from turnmemory.llm._retry import Failure, connection_failure, http_failure
-from turnmemory.llm._tools import Call, ToolResult, ToolSpec, output_text, parse_output
+from turnmemory.llm._tools import Call, ToolResult, ToolSpec, parse_output, result_text
 from turnmemory.llm.events import Event, Reason, Usage
 from turnmemory.memory import Message
 from turnmemory.providers import anthropic as formatter
@@ -122,7 +122,11 @@ class AnthropicWire:
     def tool_results(self, calls: Sequence[Call], results: Sequence[ToolResult]) -> list[Item]:
         content = []
         for call, result in zip(calls, results, strict=True):
-            block: Item = {"type": "tool_result", "tool_use_id": call.id, "content": output_text(result)}
+            block: Item = {
+                "type": "tool_result",
+                "tool_use_id": call.id,
+                "content": result_text(result, flagged=True),
+            }
             if result.error is not None:
                 block["is_error"] = True
             content.append(block)

@@ -1,0 +1,227 @@
+"""OpenAI Chat Completions, and any OpenAI-compatible server, over the official ``openai`` SDK.
+
+In-turn assistant messages keep the reasoning text that compatible servers stream beside the
+content (``reasoning_content``, or ``reasoning``) under the same key, so servers that demand it
+back inside a tool loop get it. ``session_id`` becomes ``prompt_cache_key``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Generator, Mapping, Sequence
+from typing import Any
+
+from turnmemory.llm._loop import (
+    Completion,
+    Connection,
+    Item,
+    PendingReplay,
+    Settings,
+    StreamInterrupted,
+    sdk_options,
+)
+from turnmemory.llm._retry import Failure, connection_failure, http_failure
+from turnmemory.llm._tools import Call, ToolResult, ToolSpec, parse_arguments, parse_output, result_text
+from turnmemory.llm.events import Event, Reason, Usage
+from turnmemory.memory import Message
+from turnmemory.providers import openai_chat as formatter
+
+__all__ = ["OpenAIChatWire", "openai_client", "openai_failure"]
+
+REASONING_KEYS = ("reasoning_content", "reasoning")
+"""Where compatible servers put streamed reasoning text, in order of preference."""
+
+_STOPS: Mapping[str | None, Reason] = {"length": "max_tokens"}
+
+
+def openai_client(connection: Connection) -> Any:
+    """The ``openai.OpenAI`` client of ``connection``, with the SDK's retries off."""
+    import openai
+
+    if connection.client is not None:
+        return connection.client.with_options(max_retries=0)
+    return openai.OpenAI(**sdk_options(connection))
+
+
+def openai_failure(error: Exception) -> Failure | None:
+    """Classify an ``openai`` SDK error (HTTP, in-stream or connection)."""
+    import httpx2
+    import openai
+
+    if isinstance(error, openai.APIConnectionError | httpx2.TransportError):
+        return connection_failure(error)
+    if isinstance(error, openai.APIStatusError):
+        return http_failure(
+            error.status_code, _message(error), kind=error.code or error.type, headers=error.response.headers
+        )
+    if isinstance(error, openai.APIError):
+        return http_failure(None, _message(error), kind=error.code or error.type)
+    return None
+
+
+def _message(error: Any) -> str:
+    body = error.body
+    if isinstance(body, Mapping):
+        inner = body.get("error", body)
+        if isinstance(inner, Mapping) and isinstance(inner.get("message"), str):
+            return str(inner["message"])
+    return str(error.message)
+
+
+class OpenAIChatWire:
+    """The Chat Completions wire format (streamed ``chat.completions.create``)."""
+
+    items_key = "messages"
+
+    def __init__(self, settings: Settings, connection: Connection) -> None:
+        self._client = openai_client(connection)
+        self._official = connection.base_url is None and connection.client is None
+        self.settings = settings
+
+    def format(self, messages: Sequence[Message], pending: list[Item]) -> dict[str, Any]:
+        return formatter.to_request(
+            messages, pending=pending, arguments=self.settings.arguments, id_style=self.settings.id_style
+        )
+
+    def replayed_tools(self, request: Mapping[str, Any]) -> Sequence[str]:
+        return formatter.replayed_tool_names(request)
+
+    def stream(
+        self, request: Mapping[str, Any], tools: Sequence[ToolSpec], turn_start: int
+    ) -> Generator[Event | Completion, None, None]:
+        text: list[str] = []
+        reasoning: dict[str, list[str]] = {}
+        calls: dict[int, dict[str, str]] = {}
+        finish: str | None = None
+        usage = Usage()
+        chunks = self._client.chat.completions.create(**self._kwargs(request, tools))
+        with chunks:
+            for chunk in chunks:
+                if chunk.usage is not None:
+                    usage = _usage(chunk.usage)
+                for choice in chunk.choices[:1]:
+                    delta = choice.delta
+                    for key in REASONING_KEYS:
+                        piece = (delta.model_extra or {}).get(key)
+                        if isinstance(piece, str) and piece:
+                            reasoning.setdefault(key, []).append(piece)
+                            yield Event("reasoning", text=piece)
+                    if delta.content:
+                        text.append(delta.content)
+                        yield Event("text", text=delta.content)
+                    for fragment in delta.tool_calls or ():
+                        call = calls.setdefault(fragment.index, {"id": "", "name": "", "arguments": ""})
+                        call["id"] = fragment.id or call["id"]
+                        if fragment.function is not None:
+                            call["name"] += fragment.function.name or ""
+                            call["arguments"] += fragment.function.arguments or ""
+                    finish = choice.finish_reason or finish
+        if finish is None:
+            raise StreamInterrupted("the response stream ended without a finish reason")
+        content = "".join(text)
+        ordered = [calls[index] for index in sorted(calls)]
+        message: Item = {"role": "assistant", "content": content or None}
+        for key, pieces in reasoning.items():
+            message[key] = "".join(pieces)
+        if ordered:
+            message["tool_calls"] = [_tool_call(call, n) for n, call in enumerate(ordered)]
+        parsed = tuple(
+            Call(
+                id=wire["id"],
+                name=wire["function"]["name"],
+                arguments=parse_arguments(call["arguments"]),
+                raw_arguments=call["arguments"],
+            )
+            for call, wire in zip(ordered, message.get("tool_calls", ()), strict=True)
+        )
+        yield Completion(
+            items=(message,) if content or ordered else (),
+            calls=parsed,
+            text=content,
+            usage=usage,
+            stop=_STOPS.get(finish, "stop"),
+        )
+
+    def tool_results(self, calls: Sequence[Call], results: Sequence[ToolResult]) -> list[Item]:
+        return [
+            {"role": "tool", "tool_call_id": call.id, "content": result_text(result, flagged=False)}
+            for call, result in zip(calls, results, strict=True)
+        ]
+
+    def failure(self, error: Exception) -> Failure | None:
+        return openai_failure(error)
+
+    def replay(self, pending: Sequence[Item], out: PendingReplay) -> None:
+        for item in pending:
+            role = item.get("role")
+            if role == "assistant":
+                content = item.get("content")
+                if isinstance(content, str):
+                    out.text(content)
+                for call in item.get("tool_calls") or ():
+                    function = call.get("function") or {}
+                    out.call(
+                        call.get("id", ""),
+                        function.get("name", ""),
+                        parse_arguments(function.get("arguments", "")),
+                    )
+            elif role == "tool":
+                content = item.get("content")
+                out.result(
+                    item.get("tool_call_id", ""), parse_output(content if isinstance(content, str) else "")
+                )
+
+    def _kwargs(self, request: Mapping[str, Any], tools: Sequence[ToolSpec]) -> dict[str, Any]:
+        settings = self.settings
+        kwargs: dict[str, Any] = {
+            "model": settings.model,
+            "messages": request["messages"],
+            "stream": True,
+            "stream_options": {"include_usage": True},
+        }
+        if tools:
+            kwargs["tools"] = [function_tool(spec, nested=True) for spec in tools]
+        if settings.max_tokens is not None:
+            kwargs["max_completion_tokens" if self._official else "max_tokens"] = settings.max_tokens
+        if settings.temperature is not None:
+            kwargs["temperature"] = settings.temperature
+        if settings.reasoning_effort is not None:
+            kwargs["reasoning_effort"] = settings.reasoning_effort
+        if settings.session_id is not None:
+            kwargs["prompt_cache_key"] = settings.session_id
+        return kwargs
+
+
+def function_tool(spec: ToolSpec, *, nested: bool) -> Item:
+    """An OpenAI function tool: Chat nests it under ``function``; Responses does not."""
+    function: Item = {"name": spec.name, "parameters": spec.schema()}
+    if spec.description:
+        function["description"] = spec.description
+    return {"type": "function", "function": function} if nested else {"type": "function", **function}
+
+
+def _tool_call(call: Mapping[str, str], n: int) -> Item:
+    arguments = call["arguments"]
+    return {
+        "id": call["id"] or f"call_{n}",
+        "type": "function",
+        "function": {"name": call["name"], "arguments": arguments if _is_json(arguments) else "{}"},
+    }
+
+
+def _is_json(text: str) -> bool:
+    try:
+        json.loads(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _usage(usage: Any) -> Usage:
+    details = getattr(usage, "prompt_tokens_details", None)
+    cached = getattr(details, "cached_tokens", None) or 0
+    return Usage(
+        input_tokens=usage.prompt_tokens or 0,
+        output_tokens=usage.completion_tokens or 0,
+        cached_tokens=cached,
+    )
