@@ -18,12 +18,13 @@ from typing import Any, cast
 
 from turnmemory.testing._anthropic import ANTHROPIC
 from turnmemory.testing._openai_chat import OPENAI_CHAT
+from turnmemory.testing._openai_responses import OPENAI_RESPONSES
 from turnmemory.testing._script import Failure, Reply, ScriptItem
 from turnmemory.testing._wire import Exchange, Frame, JsonAnswer, Route, WireProtocol, cut_point
 
 __all__ = ["PROVIDERS", "FakeProviderServer", "RecordedRequest"]
 
-_PROTOCOLS: tuple[WireProtocol, ...] = (ANTHROPIC, OPENAI_CHAT)
+_PROTOCOLS: tuple[WireProtocol, ...] = (ANTHROPIC, OPENAI_CHAT, OPENAI_RESPONSES)
 PROVIDERS: tuple[str, ...] = tuple(protocol.name for protocol in _PROTOCOLS)
 """The provider names the server speaks, as ``RecordedRequest.provider`` and ``base_url`` spell them."""
 
