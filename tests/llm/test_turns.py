@@ -17,7 +17,7 @@ import turnmemory as tm
 from turnmemory.llm import Client, Event, ToolResult, ToolSpec, record
 from turnmemory.testing import Failure, FakeProviderServer, Reply, ToolCall
 
-PROVIDERS = ["anthropic", "openai_chat"]
+PROVIDERS = ["anthropic", "openai_chat", "openai_responses"]
 
 READ = ToolSpec(
     name="read_file",
@@ -497,6 +497,9 @@ def _declared_tools(provider: str, body: dict[str, Any]) -> list[str] | None:
     if provider == "openai_chat":
         tools = body.get("tools")
         return [tool["function"]["name"] for tool in tools] if tools is not None else None
+    if provider == "openai_responses":
+        tools = body.get("tools")
+        return [tool["name"] for tool in tools] if tools is not None else None
     raise AssertionError(provider)
 
 

@@ -18,54 +18,20 @@ from turnmemory.llm._loop import (
     PendingReplay,
     Settings,
     StreamInterrupted,
-    sdk_options,
 )
-from turnmemory.llm._retry import Failure, connection_failure, http_failure
+from turnmemory.llm._openai import function_tool, openai_client, openai_failure
+from turnmemory.llm._retry import Failure
 from turnmemory.llm._tools import Call, ToolResult, ToolSpec, parse_arguments, parse_output, result_text
 from turnmemory.llm.events import Event, Reason, Usage
 from turnmemory.memory import Message
 from turnmemory.providers import openai_chat as formatter
 
-__all__ = ["OpenAIChatWire", "openai_client", "openai_failure"]
+__all__ = ["OpenAIChatWire"]
 
 REASONING_KEYS = ("reasoning_content", "reasoning")
 """Where compatible servers put streamed reasoning text, in order of preference."""
 
 _STOPS: Mapping[str | None, Reason] = {"length": "max_tokens"}
-
-
-def openai_client(connection: Connection) -> Any:
-    """The ``openai.OpenAI`` client of ``connection``, with the SDK's retries off."""
-    import openai
-
-    if connection.client is not None:
-        return connection.client.with_options(max_retries=0)
-    return openai.OpenAI(**sdk_options(connection))
-
-
-def openai_failure(error: Exception) -> Failure | None:
-    """Classify an ``openai`` SDK error (HTTP, in-stream or connection)."""
-    import httpx2
-    import openai
-
-    if isinstance(error, openai.APIConnectionError | httpx2.TransportError):
-        return connection_failure(error)
-    if isinstance(error, openai.APIStatusError):
-        return http_failure(
-            error.status_code, _message(error), kind=error.code or error.type, headers=error.response.headers
-        )
-    if isinstance(error, openai.APIError):
-        return http_failure(None, _message(error), kind=error.code or error.type)
-    return None
-
-
-def _message(error: Any) -> str:
-    body = error.body
-    if isinstance(body, Mapping):
-        inner = body.get("error", body)
-        if isinstance(inner, Mapping) and isinstance(inner.get("message"), str):
-            return str(inner["message"])
-    return str(error.message)
 
 
 class OpenAIChatWire:
@@ -190,14 +156,6 @@ class OpenAIChatWire:
         if settings.session_id is not None:
             kwargs["prompt_cache_key"] = settings.session_id
         return kwargs
-
-
-def function_tool(spec: ToolSpec, *, nested: bool) -> Item:
-    """An OpenAI function tool: Chat nests it under ``function``; Responses does not."""
-    function: Item = {"name": spec.name, "parameters": spec.schema()}
-    if spec.description:
-        function["description"] = spec.description
-    return {"type": "function", "function": function} if nested else {"type": "function", **function}
 
 
 def _tool_call(call: Mapping[str, str], n: int) -> Item:

@@ -1,0 +1,54 @@
+"""What the two OpenAI wire formats share: the SDK client, error classification, function tools."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from turnmemory.llm._loop import Connection, Item, sdk_options
+from turnmemory.llm._retry import Failure, connection_failure, http_failure
+from turnmemory.llm._tools import ToolSpec
+
+__all__ = ["function_tool", "openai_client", "openai_failure"]
+
+
+def openai_client(connection: Connection) -> Any:
+    """The ``openai.OpenAI`` client of ``connection``, with the SDK's retries off."""
+    import openai
+
+    if connection.client is not None:
+        return connection.client.with_options(max_retries=0)
+    return openai.OpenAI(**sdk_options(connection))
+
+
+def openai_failure(error: Exception) -> Failure | None:
+    """Classify an ``openai`` SDK error (HTTP, in-stream or connection)."""
+    import httpx2
+    import openai
+
+    if isinstance(error, openai.APIConnectionError | httpx2.TransportError):
+        return connection_failure(error)
+    if isinstance(error, openai.APIStatusError):
+        return http_failure(
+            error.status_code, _message(error), kind=error.code or error.type, headers=error.response.headers
+        )
+    if isinstance(error, openai.APIError):
+        return http_failure(None, _message(error), kind=error.code or error.type)
+    return None
+
+
+def _message(error: Any) -> str:
+    body = error.body
+    if isinstance(body, Mapping):
+        inner = body.get("error", body)
+        if isinstance(inner, Mapping) and isinstance(inner.get("message"), str):
+            return str(inner["message"])
+    return str(error.message)
+
+
+def function_tool(spec: ToolSpec, *, nested: bool) -> Item:
+    """An OpenAI function tool: Chat nests it under ``function``; Responses does not."""
+    function: Item = {"name": spec.name, "parameters": spec.schema()}
+    if spec.description:
+        function["description"] = spec.description
+    return {"type": "function", "function": function} if nested else {"type": "function", **function}
