@@ -249,7 +249,8 @@ class McpManager:
 
     def _run(self, work: Callable[[], Coroutine[Any, Any, _T]], wait: float) -> _T:
         """Run ``work()`` on the event-loop thread and wait for it; Ctrl-C abandons (cancels) it."""
-        future = asyncio.run_coroutine_threadsafe(work(), self._event_loop())
+        loop = self._event_loop()
+        future = asyncio.run_coroutine_threadsafe(work(), loop)
         try:
             return future.result(wait)
         except concurrent.futures.TimeoutError:
