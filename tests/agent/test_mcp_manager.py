@@ -18,7 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from turnmemory.agent.mcp import McpError, McpManager, McpServerConfig, compact_signature
+from turnmemory import TurnRecorder
+from turnmemory.agent.mcp import MCP_TOOL, McpError, McpManager, McpServerConfig, compact_signature
 
 SERVERS = Path(__file__).parent / "mcp_servers"
 ECHO = str(SERVERS / "echo_server.py")
@@ -191,6 +192,35 @@ def test_the_third_party_time_server_answers(manager: McpManager) -> None:
     assert stamp.utcoffset().total_seconds() == 0  # type: ignore[union-attr]
     with pytest.raises(McpError, match=r"returned an error: .*Nowhere/Atlantis"):
         manager.call("time", "get_current_time", {"timezone": "Nowhere/Atlantis"})
+
+
+def test_turn_memory_keeps_only_server_tool_and_status(manager: McpManager) -> None:
+    recorder = TurnRecorder(workspace="/repo")
+    recorder.text("Echoing.")
+    calls = [
+        ("c1", {"server": "mcp:echo", "tool": "echo/echo", "arguments": {"text": "private-argument"}}),
+        ("c2", {"server": "echo", "tool": "fail", "arguments": {"reason": "private-reason"}}),
+    ]
+    for call_id, arguments in calls:
+        recorder.tool_start(call_id, MCP_TOOL, arguments)
+        try:
+            output = manager.call(arguments["server"], arguments["tool"], arguments["arguments"])
+        except McpError as error:
+            recorder.tool_end(call_id, error=str(error))
+        else:
+            recorder.tool_end(call_id, output=output)
+    recorder.text(" Done.")
+    message = recorder.finish()
+    assert message.turn_memory is not None
+    assert message.turn_memory.to_dict() == {
+        "tool_activity": [
+            {"text_offset": 8, "tool": "echo", "status": "success", "server": "echo"},
+            {"text_offset": 8, "tool": "fail", "status": "error", "server": "echo"},
+        ]
+    }
+    stored = json.dumps(message.to_dict())
+    for private in ("private-argument", "private-reason", MARK, "deliberate failure"):
+        assert private not in stored
 
 
 def test_calls_from_several_threads_all_complete(manager: McpManager) -> None:
