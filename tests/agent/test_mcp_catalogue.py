@@ -6,7 +6,7 @@ import json
 from typing import Any
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from turnmemory.agent._mcp_catalogue import (
@@ -18,7 +18,7 @@ from turnmemory.agent._mcp_catalogue import (
     resolve_call,
     validate_arguments,
 )
-from turnmemory.agent.mcp import McpError, call_summary, compact_signature
+from turnmemory.agent.mcp import McpError, compact_signature
 
 SERVERS = ("time", "docs-1")
 names = st.from_regex(r"[A-Za-z0-9_-]{1,30}", fullmatch=True)
@@ -62,8 +62,6 @@ def test_every_spelling_of_a_call_resolves_to_the_same_names(server: str, tool: 
     ]
     for spelled_server, spelled_tool in spellings:
         assert resolve_call(spelled_server, spelled_tool, SERVERS) == (server, tool)
-        summary = call_summary({"server": spelled_server, "tool": spelled_tool})
-        assert summary == f"mcp {server}.{tool}"
 
 
 @given(server=names.filter(lambda name: name not in SERVERS), tool=tool_names)
@@ -80,7 +78,6 @@ def test_a_call_needs_a_tool_and_a_string_server() -> None:
         resolve_call(None, "x", SERVERS)
     with pytest.raises(McpError, match="none are configured"):
         resolve_call("time", "x", ())
-    assert call_summary({"server": 7}) == "mcp ?.?"
 
 
 def test_an_unknown_tool_lists_the_servers_tools() -> None:
@@ -127,6 +124,7 @@ schemas = st.recursive(
 )
 
 
+@settings(max_examples=50)
 @given(schemas)
 def test_any_schema_renders_as_one_bounded_line(schema: dict[str, Any]) -> None:
     signature = compact_signature(schema)

@@ -17,7 +17,6 @@ __all__ = [
     "LIST_TOOL",
     "McpTool",
     "ServerCatalogue",
-    "call_summary",
     "catalogue_text",
     "check_server",
     "check_tool",
@@ -58,12 +57,6 @@ class ServerCatalogue:
     def tool(self, name: str) -> McpTool | None:
         """The tool called ``name``, if this server offers it."""
         return next((tool for tool in self.tools or () if tool.name == name), None)
-
-
-def call_summary(arguments: Mapping[str, Any]) -> str:
-    """One line naming a ``call_mcp_tool`` call for a permission prompt: ``mcp <server>.<tool>``."""
-    server, tool = normalized_names(arguments.get("server"), arguments.get("tool"))
-    return f"mcp {bound_text(server, 64) or '?'}.{bound_text(tool, 128) or '?'}"
 
 
 def normalized_names(server: Any, tool: Any) -> tuple[str, str]:

@@ -34,7 +34,6 @@ from turnmemory.agent._mcp_catalogue import (
     LIST_TOOL,
     McpTool,
     ServerCatalogue,
-    call_summary,
     catalogue_text,
     check_server,
     check_tool,
@@ -62,7 +61,6 @@ __all__ = [
     "McpManager",
     "McpServerConfig",
     "McpTool",
-    "call_summary",
     "compact_signature",
     "parse_mcp_config",
 ]
