@@ -17,7 +17,7 @@ import turnmemory as tm
 from turnmemory.llm import Client, Event, ToolResult, ToolSpec, record
 from turnmemory.testing import Failure, FakeProviderServer, Reply, ToolCall
 
-PROVIDERS = ["anthropic", "openai_chat", "openai_responses"]
+PROVIDERS = ["anthropic", "openai_chat", "openai_responses", "gemini"]
 
 READ = ToolSpec(
     name="read_file",
@@ -166,7 +166,9 @@ def test_reasoning_is_replayed_inside_the_turn_and_absent_from_history(
 
     server.push(Reply(text="ok"))
     run(client, [tm.Message("user", "Find it"), recorder.finish()], "Next")
-    assert not [e for e in entries(provider, server.requests[-1].body) if e[0] == "reasoning"]
+    wire = json.dumps(server.requests[-1].body)
+    assert "I should look it up." not in wire
+    assert not [payload for _, payload in reasoning if str(payload) in wire]
 
 
 @pytest.mark.parametrize("provider", PROVIDERS)
@@ -500,6 +502,11 @@ def _declared_tools(provider: str, body: dict[str, Any]) -> list[str] | None:
     if provider == "openai_responses":
         tools = body.get("tools")
         return [tool["name"] for tool in tools] if tools is not None else None
+    if provider == "gemini":
+        tools = body.get("tools")
+        return (
+            [d["name"] for tool in tools for d in tool["functionDeclarations"]] if tools is not None else None
+        )
     raise AssertionError(provider)
 
 

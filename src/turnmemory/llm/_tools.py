@@ -57,13 +57,15 @@ class Call:
     """A tool call the model made in one response.
 
     ``arguments`` is ``None`` when the provider sent arguments that are not a JSON object;
-    ``raw_arguments`` then holds what it sent.
+    ``raw_arguments`` then holds what it sent. ``native`` is whatever the wire format needs to
+    answer the call (Gemini: the call's own id, or ``None`` when it came without one).
     """
 
     id: str
     name: str
     arguments: dict[str, Any] | None
     raw_arguments: str = ""
+    native: Any = None
 
 
 def placeholder_tool(name: str) -> ToolSpec:

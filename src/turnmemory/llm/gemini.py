@@ -1,0 +1,207 @@
+"""Google Gemini over the official ``google-genai`` SDK (``generate_content_stream``).
+
+In-turn model contents keep their parts as they streamed, thought signatures on the very parts they
+came on (consecutive plain text chunks are joined; a part with a signature is never merged). Calls
+that arrive without an id are paired with their responses by position, as Gemini does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator, Mapping, Sequence
+from typing import Any
+
+from turnmemory.llm._loop import Completion, Connection, Item, PendingReplay, Settings, StreamInterrupted
+from turnmemory.llm._retry import Failure, connection_failure, http_failure
+from turnmemory.llm._tools import Call, ToolResult, ToolSpec, object_result
+from turnmemory.llm.events import Event, Reason, Usage
+from turnmemory.memory import Message
+from turnmemory.providers import gemini as formatter
+
+__all__ = ["GeminiWire"]
+
+_STOPS: Mapping[str | None, Reason] = {"MAX_TOKENS": "max_tokens"}
+_PLAIN = frozenset({"text"})
+_THOUGHT = frozenset({"text", "thought"})
+
+
+class GeminiWire:
+    """The Gemini ``generateContent`` wire format (streamed)."""
+
+    items_key = "contents"
+
+    def __init__(self, settings: Settings, connection: Connection) -> None:
+        import httpx2
+        from google import genai
+        from google.genai import errors
+
+        self._errors = errors
+        self._types = genai.types
+        self._connection_errors: tuple[type[BaseException], ...] = (httpx2.TransportError,)
+        if connection.client is not None:
+            self._client = connection.client
+        else:
+            options: dict[str, Any] = {}
+            if connection.base_url is not None:
+                options["base_url"] = connection.base_url
+            if connection.timeout is not None:
+                options["timeout"] = int(connection.timeout * 1000)
+            if connection.http_client is not None:
+                options["httpx_client"] = connection.http_client
+            self._client = genai.Client(
+                api_key=connection.api_key, http_options=genai.types.HttpOptions(**options)
+            )
+        self.settings = settings
+        self._generated = 0
+
+    def format(self, messages: Sequence[Message], pending: list[Item]) -> dict[str, Any]:
+        return formatter.to_request(
+            messages, pending=pending, arguments=self.settings.arguments, id_style=self.settings.id_style
+        )
+
+    def replayed_tools(self, request: Mapping[str, Any]) -> Sequence[str]:
+        return formatter.replayed_tool_names(request)
+
+    def stream(
+        self, request: Mapping[str, Any], tools: Sequence[ToolSpec], turn_start: int
+    ) -> Generator[Event | Completion, None, None]:
+        parts: list[Item] = []
+        finish: str | None = None
+        metadata: Any = None
+        chunks = self._client.models.generate_content_stream(
+            model=self.settings.model, contents=request["contents"], config=self._config(request, tools)
+        )
+        for chunk in chunks:
+            metadata = chunk.usage_metadata or metadata
+            for candidate in (chunk.candidates or ())[:1]:
+                if candidate.finish_reason is not None:
+                    finish = str(getattr(candidate.finish_reason, "value", candidate.finish_reason))
+                for part in (candidate.content.parts if candidate.content else None) or ():
+                    if part.text:
+                        yield Event("reasoning" if part.thought else "text", text=part.text)
+                    _append(parts, part.model_dump(mode="json", exclude_none=True))
+        if finish is None:
+            raise StreamInterrupted("the response stream ended without a finish reason")
+        calls = tuple(self._call(part["function_call"]) for part in parts if "function_call" in part)
+        text = "".join(part["text"] for part in parts if "text" in part and not part.get("thought"))
+        yield Completion(
+            items=({"role": "model", "parts": parts},) if text or calls else (),
+            calls=calls,
+            text=text,
+            usage=_usage(metadata),
+            stop=_STOPS.get(finish, "stop"),
+        )
+
+    def tool_results(self, calls: Sequence[Call], results: Sequence[ToolResult]) -> list[Item]:
+        parts = []
+        for call, result in zip(calls, results, strict=True):
+            response: Item = {"name": call.name, "response": _response(result)}
+            if call.native is not None:
+                response["id"] = call.native
+            parts.append({"function_response": response})
+        return [{"role": "user", "parts": parts}]
+
+    def failure(self, error: Exception) -> Failure | None:
+        if isinstance(error, self._connection_errors):
+            return connection_failure(error)
+        if isinstance(error, self._errors.APIError):
+            response = getattr(error, "response", None)
+            headers = getattr(response, "headers", None)
+            return http_failure(error.code, error.message or str(error), kind=error.status, headers=headers)
+        return None
+
+    def replay(self, pending: Sequence[Item], out: PendingReplay) -> None:
+        waiting: list[str] = []
+        for index, content in enumerate(pending):
+            parts = [part for part in content.get("parts") or () if isinstance(part, Mapping)]
+            if content.get("role") == "model":
+                waiting = []
+                for position, part in enumerate(parts):
+                    call = _field(part, "function_call", "functionCall")
+                    if isinstance(call, Mapping):
+                        call_id = call.get("id") or f"pending_{index}_{position}"
+                        waiting.append(call_id)
+                        out.call(call_id, call.get("name", ""), call.get("args") or {})
+                    elif isinstance(part.get("text"), str) and not part.get("thought"):
+                        out.text(part["text"])
+                continue
+            responses = [_field(part, "function_response", "functionResponse") for part in parts]
+            for position, response in enumerate(r for r in responses if isinstance(r, Mapping)):
+                call_id = response.get("id") or (waiting[position] if position < len(waiting) else "")
+                out.result(call_id, _result(response.get("response")))
+
+    def _call(self, call: Mapping[str, Any]) -> Call:
+        native = call.get("id")
+        if native is None:
+            self._generated += 1
+        call_id = native or f"gemini_call_{self._generated}"
+        arguments = call.get("args")
+        return Call(id=call_id, name=call.get("name", ""), arguments=dict(arguments or {}), native=native)
+
+    def _config(self, request: Mapping[str, Any], tools: Sequence[ToolSpec]) -> Any:
+        settings = self.settings
+        config: dict[str, Any] = {}
+        if request.get("system_instruction"):
+            config["system_instruction"] = request["system_instruction"]
+        if tools:
+            config["tools"] = [{"function_declarations": [_declaration(spec) for spec in tools]}]
+        if settings.max_tokens is not None:
+            config["max_output_tokens"] = settings.max_tokens
+        if settings.temperature is not None:
+            config["temperature"] = settings.temperature
+        if settings.thinking is not None:
+            config["thinking_config"] = {"thinking_budget": settings.thinking, "include_thoughts": True}
+        return self._types.GenerateContentConfig.model_validate(config)
+
+
+def _append(parts: list[Item], part: Item) -> None:
+    """Add a streamed part, joining it to the previous one when both are plain text (or thought)."""
+    if not part:
+        return
+    last = parts[-1] if parts else None
+    keys = frozenset(part)
+    if (
+        last is not None
+        and keys in (_PLAIN, _THOUGHT)
+        and frozenset(last) == keys
+        and last.get("thought") == part.get("thought")
+    ):
+        last["text"] += part["text"]
+    elif part.get("text") != "" or len(part) > 1:
+        parts.append(part)
+
+
+def _declaration(spec: ToolSpec) -> Item:
+    declaration: Item = {"name": spec.name, "parameters_json_schema": spec.schema()}
+    if spec.description:
+        declaration["description"] = spec.description
+    return declaration
+
+
+def _response(result: ToolResult) -> Item:
+    """A function response object: the output (wrapped as ``{"output": ...}`` unless an object), or the error."""
+    if result.error is not None:
+        return {"error": result.error or "error"}
+    if isinstance(result.output, dict):
+        return result.output
+    return {"output": result.output}
+
+
+def _result(response: Any) -> ToolResult:
+    if isinstance(response, Mapping) and set(response) == {"output"}:
+        return ToolResult(output=response["output"])
+    return object_result(dict(response) if isinstance(response, Mapping) else response)
+
+
+def _field(part: Mapping[str, Any], snake: str, camel: str) -> Any:
+    return part[snake] if snake in part else part.get(camel)
+
+
+def _usage(metadata: Any) -> Usage:
+    if metadata is None:
+        return Usage()
+    output = (metadata.candidates_token_count or 0) + (metadata.thoughts_token_count or 0)
+    return Usage(
+        input_tokens=metadata.prompt_token_count or 0,
+        output_tokens=output,
+        cached_tokens=metadata.cached_content_token_count or 0,
+    )
