@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import urllib.error
 import urllib.request
@@ -18,6 +19,7 @@ from turnmemory.testing import Failure, FakeProviderServer, Reply, ToolCall, Usa
 MESSAGES: list[Any] = [{"role": "user", "content": "Fix the failing test"}]
 
 
+@functools.cache
 def client(server: FakeProviderServer) -> anthropic.Anthropic:
     return anthropic.Anthropic(
         api_key="test-key", base_url=server.base_url("anthropic"), max_retries=0, timeout=5

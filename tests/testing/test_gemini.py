@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import urllib.request
 from typing import Any
@@ -18,17 +19,13 @@ from turnmemory.testing import Failure, FakeProviderServer, Reply, ToolCall, Usa
 MODEL = "gemini-test"
 
 
-_CLIENTS: dict[str, genai.Client] = {}
-
-
+@functools.cache
 def client(server: FakeProviderServer) -> genai.Client:
     """One client per server, kept alive: a collected ``genai.Client`` closes its connection pool."""
-    if server.url not in _CLIENTS:
-        options = types.HttpOptions(
-            base_url=server.base_url("gemini"), timeout=5000, retry_options=types.HttpRetryOptions(attempts=1)
-        )
-        _CLIENTS[server.url] = genai.Client(api_key="test-key", http_options=options)
-    return _CLIENTS[server.url]
+    options = types.HttpOptions(
+        base_url=server.base_url("gemini"), timeout=5000, retry_options=types.HttpRetryOptions(attempts=1)
+    )
+    return genai.Client(api_key="test-key", http_options=options)
 
 
 def stream(

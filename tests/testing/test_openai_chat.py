@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 from typing import Any
 
@@ -15,6 +16,7 @@ from turnmemory.testing import Failure, FakeProviderServer, Reply, ToolCall, Usa
 MESSAGES: list[Any] = [{"role": "user", "content": "Fix the failing test"}]
 
 
+@functools.cache
 def client(server: FakeProviderServer) -> openai.OpenAI:
     return openai.OpenAI(
         api_key="test-key", base_url=server.base_url("openai_chat"), max_retries=0, timeout=5

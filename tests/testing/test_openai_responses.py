@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 from typing import Any
 
@@ -13,6 +14,7 @@ from hypothesis import strategies as st
 from turnmemory.testing import Failure, FakeProviderServer, Reply, ToolCall, Usage
 
 
+@functools.cache
 def client(server: FakeProviderServer) -> openai.OpenAI:
     return openai.OpenAI(
         api_key="test-key", base_url=server.base_url("openai_responses"), max_retries=0, timeout=5

@@ -17,6 +17,7 @@ from types import TracebackType
 from typing import Any, cast
 
 from turnmemory.testing._anthropic import ANTHROPIC
+from turnmemory.testing._bedrock import BEDROCK
 from turnmemory.testing._gemini import GEMINI
 from turnmemory.testing._openai_chat import OPENAI_CHAT
 from turnmemory.testing._openai_responses import OPENAI_RESPONSES
@@ -25,7 +26,7 @@ from turnmemory.testing._wire import Exchange, Frame, JsonAnswer, Route, WirePro
 
 __all__ = ["PROVIDERS", "FakeProviderServer", "RecordedRequest"]
 
-_PROTOCOLS: tuple[WireProtocol, ...] = (ANTHROPIC, OPENAI_CHAT, OPENAI_RESPONSES, GEMINI)
+_PROTOCOLS: tuple[WireProtocol, ...] = (ANTHROPIC, OPENAI_CHAT, OPENAI_RESPONSES, GEMINI, BEDROCK)
 PROVIDERS: tuple[str, ...] = tuple(protocol.name for protocol in _PROTOCOLS)
 """The provider names the server speaks, as ``RecordedRequest.provider`` and ``base_url`` spell them."""
 
