@@ -6,7 +6,7 @@ import json
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from turnmemory.agent._mcp_catalogue import (
@@ -19,6 +19,12 @@ from turnmemory.agent._mcp_catalogue import (
     validate_arguments,
 )
 from turnmemory.agent.mcp import McpError, compact_signature
+
+PROPERTY = settings(
+    max_examples=50,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
 
 SERVERS = ("time", "docs-1")
 names = st.from_regex(r"[A-Za-z0-9_-]{1,30}", fullmatch=True)
@@ -49,6 +55,7 @@ READ = McpTool(
 )
 
 
+@PROPERTY
 @given(server=st.sampled_from(SERVERS), tool=tool_names.filter(lambda name: "/" not in name))
 def test_every_spelling_of_a_call_resolves_to_the_same_names(server: str, tool: str) -> None:
     spellings = [
@@ -64,6 +71,7 @@ def test_every_spelling_of_a_call_resolves_to_the_same_names(server: str, tool: 
         assert resolve_call(spelled_server, spelled_tool, SERVERS) == (server, tool)
 
 
+@PROPERTY
 @given(server=names.filter(lambda name: name not in SERVERS), tool=tool_names)
 def test_an_unknown_server_is_named_with_the_configured_ones(server: str, tool: str) -> None:
     with pytest.raises(McpError) as caught:
@@ -124,7 +132,7 @@ schemas = st.recursive(
 )
 
 
-@settings(max_examples=50)
+@PROPERTY
 @given(schemas)
 def test_any_schema_renders_as_one_bounded_line(schema: dict[str, Any]) -> None:
     signature = compact_signature(schema)
@@ -183,6 +191,7 @@ def test_a_schema_the_validator_cannot_read_is_left_to_the_server() -> None:
     validate_arguments(broken, "s", {"a": "anything"})
 
 
+@PROPERTY
 @given(json_values)
 def test_arguments_are_an_object_or_a_json_object_string(value: Any) -> None:
     if isinstance(value, dict):

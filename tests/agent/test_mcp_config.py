@@ -5,10 +5,16 @@ from __future__ import annotations
 import tomllib
 
 import pytest
-from hypothesis import given
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from turnmemory.agent.mcp import DEFAULT_TIMEOUT, McpServerConfig, parse_mcp_config
+
+PROPERTY = settings(
+    max_examples=50,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
 
 CONFIG = """
 [mcp]
@@ -110,6 +116,7 @@ def test_bad_tables_get_one_line_errors(table: dict[str, object], message: str) 
     assert "\n" not in str(caught.value)
 
 
+@PROPERTY
 @given(
     st.dictionaries(st.from_regex(r"[A-Za-z0-9_-]{1,20}", fullmatch=True), st.text(max_size=30), max_size=4)
 )

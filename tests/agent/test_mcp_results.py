@@ -12,6 +12,12 @@ from hypothesis import strategies as st
 
 from turnmemory.agent._mcp_results import PREVIEW_BYTES, tool_error, tool_output
 
+PROPERTY = settings(
+    max_examples=50,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.text(max_size=20),
     lambda inner: st.lists(inner, max_size=5) | st.dictionaries(st.text(max_size=8), inner, max_size=5),
@@ -65,7 +71,7 @@ def test_large_structured_content_is_spilled_with_the_text(tmp_path: Path) -> No
     assert json.loads(rest) == structured
 
 
-@settings(suppress_health_check=[HealthCheck.function_scoped_fixture], max_examples=60)
+@PROPERTY
 @given(text=st.text(max_size=3000), structured=json_values, limit=st.integers(min_value=0, max_value=2000))
 def test_nothing_is_lost_and_nothing_inline_exceeds_the_limit(
     tmp_path: Path, text: str, structured: Any, limit: int
