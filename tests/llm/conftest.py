@@ -63,7 +63,7 @@ def make_client(
             provider,
             model=MODELS[provider],
             base_url=server.base_url(provider),
-            api_key="test-key",
+            api_key=None if provider == "bedrock" else "test-key",
             region="us-east-1",
             retry=retry,
             **options,

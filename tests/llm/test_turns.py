@@ -17,7 +17,7 @@ import turnmemory as tm
 from turnmemory.llm import Client, Event, ToolResult, ToolSpec, record
 from turnmemory.testing import Failure, FakeProviderServer, Reply, ToolCall
 
-PROVIDERS = ["anthropic", "openai_chat", "openai_responses", "gemini"]
+PROVIDERS = ["anthropic", "openai_chat", "openai_responses", "gemini", "bedrock"]
 
 READ = ToolSpec(
     name="read_file",
@@ -489,7 +489,14 @@ def test_closing_the_turn_early_keeps_completed_work_pending(
 
 
 def _overloaded(provider: str) -> str:
-    return {"anthropic": "overloaded_error"}.get(provider, "overloaded")
+    """Each provider's in-stream error type for an overloaded or unavailable service."""
+    return {
+        "anthropic": "overloaded_error",
+        "openai_chat": "server_error",
+        "openai_responses": "server_error",
+        "gemini": "UNAVAILABLE",
+        "bedrock": "serviceUnavailableException",
+    }[provider]
 
 
 def _declared_tools(provider: str, body: dict[str, Any]) -> list[str] | None:
@@ -502,6 +509,9 @@ def _declared_tools(provider: str, body: dict[str, Any]) -> list[str] | None:
     if provider == "openai_responses":
         tools = body.get("tools")
         return [tool["name"] for tool in tools] if tools is not None else None
+    if provider == "bedrock":
+        config = body.get("toolConfig")
+        return [tool["toolSpec"]["name"] for tool in config["tools"]] if config is not None else None
     if provider == "gemini":
         tools = body.get("tools")
         return (

@@ -1,0 +1,257 @@
+"""AWS Bedrock Converse over ``boto3`` (``converse_stream``).
+
+In-turn assistant messages keep their blocks in stream order: reasoning text with its signature (or
+redacted reasoning), text and tool use. A ``toolConfig`` is sent whenever tools are offered or the
+request holds tool blocks (Converse demands it then), never with an empty tool list. Credentials come
+from the AWS chain (environment, profile, role), or from a ready ``boto3`` client passed as
+``client=``; ``base_url`` is the endpoint URL.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Generator, Mapping, Sequence
+from typing import Any
+
+from turnmemory.llm._loop import Completion, Connection, Item, PendingReplay, Settings, StreamInterrupted
+from turnmemory.llm._retry import Failure, connection_failure, http_failure
+from turnmemory.llm._tools import NO_OUTPUT, Call, ToolResult, ToolSpec, object_result, parse_arguments, plain
+from turnmemory.llm.events import Event, Reason, Usage
+from turnmemory.memory import Message
+from turnmemory.providers import bedrock as formatter
+
+__all__ = ["BedrockWire"]
+
+_STOPS: Mapping[str | None, Reason] = {
+    "max_tokens": "max_tokens",
+    "model_context_window_exceeded": "max_tokens",
+}
+
+
+class BedrockWire:
+    """The Converse wire format (``converse_stream``)."""
+
+    items_key = "messages"
+
+    def __init__(self, settings: Settings, connection: Connection) -> None:
+        import boto3
+        import botocore.exceptions
+        import urllib3
+        from botocore.config import Config
+
+        if connection.api_key is not None:
+            raise ValueError(
+                "api_key: Bedrock reads AWS credentials from their usual chain; pass a boto3 client as client="
+            )
+        self._exceptions = botocore.exceptions
+        self._connection_errors: tuple[type[BaseException], ...] = (
+            botocore.exceptions.HTTPClientError,
+            botocore.exceptions.ConnectionError,
+            urllib3.exceptions.HTTPError,
+        )
+        if connection.client is not None:
+            self._client = connection.client
+        else:
+            options: dict[str, Any] = {"retries": {"total_max_attempts": 1, "mode": "standard"}}
+            if connection.timeout is not None:
+                options["read_timeout"] = options["connect_timeout"] = connection.timeout
+            self._client = boto3.client(
+                "bedrock-runtime",
+                endpoint_url=connection.base_url,
+                region_name=connection.region,
+                config=Config(**options),
+            )
+        self.settings = settings
+
+    def format(self, messages: Sequence[Message], pending: list[Item]) -> dict[str, Any]:
+        return formatter.to_request(
+            messages, pending=pending, arguments=self.settings.arguments, id_style=self.settings.id_style
+        )
+
+    def replayed_tools(self, request: Mapping[str, Any]) -> Sequence[str]:
+        return formatter.replayed_tool_names(request)
+
+    def stream(
+        self, request: Mapping[str, Any], tools: Sequence[ToolSpec], turn_start: int
+    ) -> Generator[Event | Completion, None, None]:
+        blocks: dict[int, Item] = {}
+        inputs: dict[int, list[str]] = {}
+        stop: str | None = None
+        usage = Usage()
+        response = self._client.converse_stream(**self._kwargs(request, tools))
+        stream = response["stream"]
+        try:
+            for event in stream:
+                if "contentBlockStart" in event:
+                    start = event["contentBlockStart"]
+                    use = start.get("start", {}).get("toolUse")
+                    if use is not None:
+                        blocks[start["contentBlockIndex"]] = {
+                            "toolUse": {"toolUseId": use["toolUseId"], "name": use["name"]}
+                        }
+                elif "contentBlockDelta" in event:
+                    delta = event["contentBlockDelta"]
+                    yield from _delta(blocks, inputs, delta["contentBlockIndex"], delta["delta"])
+                elif "messageStop" in event:
+                    stop = event["messageStop"].get("stopReason") or "end_turn"
+                elif "metadata" in event:
+                    usage = _usage(event["metadata"].get("usage") or {})
+        finally:
+            stream.close()
+        if stop is None:
+            raise StreamInterrupted("the response stream ended before messageStop")
+        content, calls = _finish(blocks, inputs)
+        text = "".join(block["text"] for block in content if "text" in block)
+        yield Completion(
+            items=({"role": "assistant", "content": content},) if text or calls else (),
+            calls=calls,
+            text=text,
+            usage=usage,
+            stop=_STOPS.get(stop, "stop"),
+        )
+
+    def tool_results(self, calls: Sequence[Call], results: Sequence[ToolResult]) -> list[Item]:
+        return [
+            {
+                "role": "user",
+                "content": [_result_block(call, result) for call, result in zip(calls, results, strict=True)],
+            }
+        ]
+
+    def failure(self, error: Exception) -> Failure | None:
+        exceptions = self._exceptions
+        if isinstance(error, self._connection_errors):
+            return connection_failure(error)
+        if isinstance(error, exceptions.ClientError):
+            details = error.response.get("Error", {})
+            metadata = error.response.get("ResponseMetadata", {})
+            status = (
+                None if isinstance(error, exceptions.EventStreamError) else metadata.get("HTTPStatusCode")
+            )
+            return http_failure(
+                status,
+                details.get("Message") or str(error),
+                kind=details.get("Code"),
+                headers=metadata.get("HTTPHeaders"),
+            )
+        return None
+
+    def replay(self, pending: Sequence[Item], out: PendingReplay) -> None:
+        for message in pending:
+            assistant = message.get("role") == "assistant"
+            for block in message.get("content") or ():
+                if "text" in block and assistant:
+                    out.text(block["text"])
+                elif "toolUse" in block:
+                    use = block["toolUse"]
+                    out.call(use.get("toolUseId", ""), use.get("name", ""), use.get("input"))
+                elif "toolResult" in block:
+                    result = block["toolResult"]
+                    out.result(result.get("toolUseId", ""), _read_result(result))
+
+    def _kwargs(self, request: Mapping[str, Any], tools: Sequence[ToolSpec]) -> dict[str, Any]:
+        settings = self.settings
+        kwargs: dict[str, Any] = {"modelId": settings.model, "messages": request["messages"]}
+        if request.get("system"):
+            kwargs["system"] = request["system"]
+        if tools:
+            kwargs["toolConfig"] = {"tools": [_tool_spec(spec) for spec in tools]}
+        inference: dict[str, Any] = {}
+        if settings.max_tokens is not None:
+            inference["maxTokens"] = settings.max_tokens
+        if settings.temperature is not None:
+            inference["temperature"] = settings.temperature
+        if inference:
+            kwargs["inferenceConfig"] = inference
+        if settings.thinking is not None:
+            kwargs["additionalModelRequestFields"] = {
+                "thinking": {"type": "enabled", "budget_tokens": settings.thinking}
+            }
+        return kwargs
+
+
+def _delta(
+    blocks: dict[int, Item], inputs: dict[int, list[str]], index: int, delta: Mapping[str, Any]
+) -> Generator[Event, None, None]:
+    """Fold one content delta into its block, yielding the text or reasoning it streams."""
+    if "text" in delta:
+        block = blocks.setdefault(index, {"text": ""})
+        block["text"] += delta["text"]
+        if delta["text"]:
+            yield Event("text", text=delta["text"])
+    elif "toolUse" in delta:
+        inputs.setdefault(index, []).append(delta["toolUse"].get("input", ""))
+    elif "reasoningContent" in delta:
+        reasoning = delta["reasoningContent"]
+        block = blocks.setdefault(index, {"reasoningContent": {}})["reasoningContent"]
+        if "redactedContent" in reasoning:
+            block["redactedContent"] = block.get("redactedContent", b"") + reasoning["redactedContent"]
+        else:
+            text = block.setdefault("reasoningText", {"text": ""})
+            if "text" in reasoning:
+                text["text"] += reasoning["text"]
+                if reasoning["text"]:
+                    yield Event("reasoning", text=reasoning["text"])
+            if "signature" in reasoning:
+                text["signature"] = text.get("signature", "") + reasoning["signature"]
+
+
+def _finish(blocks: dict[int, Item], inputs: dict[int, list[str]]) -> tuple[list[Item], tuple[Call, ...]]:
+    """The assistant content in stream order (blank text left out) and its tool calls."""
+    content: list[Item] = []
+    calls: list[Call] = []
+    for index in sorted(blocks):
+        block = blocks[index]
+        if "text" in block:
+            if block["text"].strip():
+                content.append(block)
+        elif "toolUse" in block:
+            raw = "".join(inputs.get(index, ()))
+            arguments = parse_arguments(raw)
+            use = block["toolUse"]
+            use["input"] = arguments if arguments is not None else {}
+            content.append(block)
+            calls.append(Call(id=use["toolUseId"], name=use["name"], arguments=arguments, raw_arguments=raw))
+        elif block.get("reasoningContent"):
+            content.append(block)
+    return content, tuple(calls)
+
+
+def _tool_spec(spec: ToolSpec) -> Item:
+    definition: Item = {"name": spec.name, "inputSchema": {"json": spec.schema()}}
+    if spec.description:
+        definition["description"] = spec.description
+    return {"toolSpec": definition}
+
+
+def _result_block(call: Call, result: ToolResult) -> Item:
+    if result.error is not None:
+        content: list[Item] = [{"text": result.error or "error"}]
+    elif isinstance(result.output, Mapping):
+        content = [{"json": plain(result.output)}]
+    else:
+        text = (
+            result.output if isinstance(result.output, str) else json.dumps(result.output, ensure_ascii=False)
+        )
+        content = [{"text": text or NO_OUTPUT}]
+    status = "error" if result.error is not None else "success"
+    return {"toolResult": {"toolUseId": call.id, "content": content, "status": status}}
+
+
+def _read_result(result: Mapping[str, Any]) -> ToolResult:
+    parts = result.get("content") or []
+    if result.get("status") == "error":
+        return ToolResult(error="".join(str(part.get("text", "")) for part in parts))
+    if len(parts) == 1 and "json" in parts[0]:
+        return object_result(parts[0]["json"])
+    text = "".join(str(part.get("text", "")) for part in parts)
+    try:
+        return object_result(json.loads(text))
+    except ValueError:
+        return ToolResult(output=text)
+
+
+def _usage(usage: Mapping[str, Any]) -> Usage:
+    cached = usage.get("cacheReadInputTokens") or 0
+    total = (usage.get("inputTokens") or 0) + cached + (usage.get("cacheWriteInputTokens") or 0)
+    return Usage(input_tokens=total, output_tokens=usage.get("outputTokens") or 0, cached_tokens=cached)
