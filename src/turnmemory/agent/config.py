@@ -1,0 +1,284 @@
+"""The agent's configuration: flags, then environment, then the TOML config file, then defaults.
+
+::
+
+    # ~/.config/turnmemory/config.toml  (or --config PATH, or $TURNMEMORY_CONFIG)
+    provider = "anthropic"
+    model = "claude-sonnet-4-6"          # the model of the provider above
+
+    [providers.openai_chat]              # per-provider settings
+    model = "gpt-4.1"
+    base_url = "http://localhost:11434/v1"
+    api_key = "..."                      # the environment variable wins when set
+
+    [providers.bedrock]
+    model = "us.anthropic.claude-sonnet-4-5-20250929-v1:0"
+    region = "us-east-1"
+
+    [permissions]
+    allow = ["bash:git *", "edit"]
+
+    [mcp.servers.time]                   # see turnmemory.agent.mcp
+    command = "uvx"
+    args = ["mcp-server-time"]
+
+Environment: ``TURNMEMORY_PROVIDER``, ``TURNMEMORY_MODEL``, ``TURNMEMORY_BASE_URL``; keys from
+``ANTHROPIC_API_KEY``, ``OPENAI_API_KEY``, ``GEMINI_API_KEY`` or ``GOOGLE_API_KEY``; Bedrock uses the
+AWS credential chain and ``AWS_REGION`` / ``AWS_DEFAULT_REGION``. Every problem is a
+:class:`ConfigError` with a one-line message that names the missing or bad setting.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+from turnmemory.agent.permissions import Rule, parse_rules
+
+__all__ = [
+    "CONFIG_ENV",
+    "DEFAULT_MODELS",
+    "KEY_VARIABLES",
+    "AgentConfig",
+    "ConfigError",
+    "default_config_path",
+    "load_config",
+]
+
+CONFIG_ENV = "TURNMEMORY_CONFIG"
+PROVIDER_NAMES = ("anthropic", "openai_chat", "openai_responses", "gemini", "bedrock")
+DEFAULT_PROVIDER = "anthropic"
+DEFAULT_MODELS: Mapping[str, str] = MappingProxyType(
+    {
+        "anthropic": "claude-sonnet-4-6",
+        "openai_chat": "gpt-4.1",
+        "openai_responses": "gpt-5",
+        "gemini": "gemini-2.5-pro",
+    }
+)
+"""The model used when none is configured (Bedrock has none: its model ids depend on the account)."""
+KEY_VARIABLES: Mapping[str, tuple[str, ...]] = MappingProxyType(
+    {
+        "anthropic": ("ANTHROPIC_API_KEY",),
+        "openai_chat": ("OPENAI_API_KEY",),
+        "openai_responses": ("OPENAI_API_KEY",),
+        "gemini": ("GEMINI_API_KEY", "GOOGLE_API_KEY"),
+        "bedrock": (),
+    }
+)
+"""The environment variables holding each provider's API key, in order of preference."""
+_TOP_KEYS = frozenset({"provider", "model", "base_url", "providers", "permissions", "mcp"})
+_PROVIDER_KEYS = frozenset({"model", "base_url", "api_key", "region"})
+_KEYLESS_PLACEHOLDER = "not-needed"
+_RUN_VARIABLES = frozenset({"TURNMEMORY_PROVIDER", "TURNMEMORY_MODEL", "TURNMEMORY_BASE_URL"})
+
+
+class ConfigError(ValueError):
+    """A configuration problem, in one line naming the setting."""
+
+
+@dataclass(frozen=True, slots=True)
+class AgentConfig:
+    """The resolved settings of one agent run."""
+
+    provider: str
+    model: str
+    base_url: str | None = None
+    api_key: str | None = field(default=None, repr=False)
+    region: str | None = None
+    allow: tuple[Rule, ...] = ()
+    mcp: Mapping[str, Any] = field(default_factory=dict)
+    path: Path | None = None
+
+    table: Mapping[str, Any] = field(default_factory=dict, repr=False, compare=False)
+    """The parsed config file (for switching provider later)."""
+
+    def switched(self, provider: str | None = None, model: str | None = None) -> AgentConfig:
+        """These settings for another provider and/or model (the REPL's ``/model``).
+
+        A new provider gets its own model, base URL and key from the environment and config file;
+        the allow rules stay.
+        """
+        provider = provider or self.provider
+        if provider == self.provider:
+            return replace(self, model=model or self.model)
+        env = {key: value for key, value in os.environ.items() if key not in _RUN_VARIABLES}
+        fresh = resolve(self.table, provider=provider, model=model, env=env, path=self.path, extra_allow=())
+        return replace(fresh, allow=self.allow)
+
+
+def default_config_path() -> Path:
+    """``platformdirs.user_config_dir("turnmemory")/config.toml``."""
+    import platformdirs
+
+    return Path(platformdirs.user_config_dir("turnmemory")) / "config.toml"
+
+
+def load_config(
+    *,
+    provider: str | None = None,
+    model: str | None = None,
+    base_url: str | None = None,
+    allow: Sequence[str] = (),
+    config_path: str | Path | None = None,
+    env: Mapping[str, str] | None = None,
+) -> AgentConfig:
+    """Resolve the settings from flags (the arguments), ``env``, the config file and defaults."""
+    env = os.environ if env is None else env
+    explicit = config_path or env.get(CONFIG_ENV) or None
+    path = Path(explicit).expanduser() if explicit else default_config_path()
+    if explicit and not path.is_file():
+        raise ConfigError(f"config file not found: {path}")
+    table = _read_table(path) if path.is_file() else {}
+    return resolve(
+        table,
+        provider=provider,
+        model=model,
+        base_url=base_url,
+        env=env,
+        path=path if path.is_file() else None,
+        extra_allow=allow,
+    )
+
+
+def resolve(
+    table: Mapping[str, Any],
+    *,
+    provider: str | None = None,
+    model: str | None = None,
+    base_url: str | None = None,
+    env: Mapping[str, str],
+    path: Path | None,
+    extra_allow: Sequence[str],
+) -> AgentConfig:
+    """Combine flags, environment and a parsed config table into an :class:`AgentConfig`."""
+    where = str(path) if path is not None else "config"
+    configured_provider = _string(table, "provider", where)
+    chosen = provider or env.get("TURNMEMORY_PROVIDER") or configured_provider or DEFAULT_PROVIDER
+    if chosen not in PROVIDER_NAMES:
+        raise ConfigError(f"unknown provider {chosen!r}: expected one of {', '.join(PROVIDER_NAMES)}")
+    same = configured_provider in (None, chosen)
+    section = _provider_table(table, chosen, where)
+    chosen_model = (
+        model
+        or env.get("TURNMEMORY_MODEL")
+        or _string(section, "model", f"{where} [providers.{chosen}]")
+        or (_string(table, "model", where) if same else None)
+        or DEFAULT_MODELS.get(chosen)
+    )
+    if not chosen_model:
+        raise ConfigError(
+            f"no model for {chosen}: pass --model, set TURNMEMORY_MODEL or [providers.{chosen}] model"
+        )
+    url = (
+        base_url
+        or env.get("TURNMEMORY_BASE_URL")
+        or _string(section, "base_url", f"{where} [providers.{chosen}]")
+        or (_string(table, "base_url", where) if same else None)
+    )
+    api_key, region = _credentials(chosen, section, env, url, where)
+    permissions = table.get("permissions", {})
+    if not isinstance(permissions, Mapping) or not isinstance(permissions.get("allow", []), list):
+        raise ConfigError(f"{where}: [permissions] allow must be a list of rules")
+    unknown = set(permissions) - {"allow"}
+    if unknown:
+        raise ConfigError(f"{where}: unknown key {sorted(unknown)[0]!r} in [permissions]")
+    try:
+        rules = parse_rules([*(str(rule) for rule in permissions.get("allow", [])), *extra_allow])
+    except ValueError as error:
+        raise ConfigError(str(error)) from None
+    mcp = table.get("mcp", {})
+    if not isinstance(mcp, Mapping):
+        raise ConfigError(f"{where}: [mcp] must be a table")
+    return AgentConfig(
+        provider=chosen,
+        model=chosen_model,
+        base_url=url,
+        api_key=api_key,
+        region=region,
+        allow=rules,
+        mcp=mcp,
+        path=path,
+        table=table,
+    )
+
+
+def _credentials(
+    provider: str, section: Mapping[str, Any], env: Mapping[str, str], base_url: str | None, where: str
+) -> tuple[str | None, str | None]:
+    label = f"{where} [providers.{provider}]"
+    if provider == "bedrock":
+        region = env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION") or _string(section, "region", label)
+        if not region:
+            raise ConfigError("missing AWS region for bedrock: set AWS_REGION or [providers.bedrock] region")
+        if not _aws_credentials_available(env):
+            raise ConfigError(
+                "missing AWS credentials for bedrock: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_PROFILE"
+            )
+        return None, region
+    for variable in KEY_VARIABLES[provider]:
+        if env.get(variable):
+            return env[variable], None
+    configured = _string(section, "api_key", label)
+    if configured:
+        return configured, None
+    if base_url and provider.startswith("openai"):
+        return _KEYLESS_PLACEHOLDER, None  # OpenAI-compatible local servers take no key, the SDK wants one
+    names = " or ".join(KEY_VARIABLES[provider])
+    raise ConfigError(f"missing API key for {provider}: set {names} or [providers.{provider}] api_key")
+
+
+def _aws_credentials_available(env: Mapping[str, str]) -> bool:
+    if env.get("AWS_ACCESS_KEY_ID") and env.get("AWS_SECRET_ACCESS_KEY"):
+        return True
+    try:
+        import boto3
+    except ImportError:
+        return False
+    return boto3.Session().get_credentials() is not None
+
+
+def _read_table(path: Path) -> dict[str, Any]:
+    try:
+        with open(path, "rb") as handle:
+            table = tomllib.load(handle)
+    except OSError as error:
+        raise ConfigError(f"cannot read config file {path}: {error.strerror}") from None
+    except tomllib.TOMLDecodeError as error:
+        raise ConfigError(f"{path}: invalid TOML ({error})") from None
+    unknown = set(table) - _TOP_KEYS
+    if unknown:
+        raise ConfigError(
+            f"{path}: unknown key {sorted(unknown)[0]!r} (expected {', '.join(sorted(_TOP_KEYS))})"
+        )
+    return table
+
+
+def _provider_table(table: Mapping[str, Any], provider: str, where: str) -> Mapping[str, Any]:
+    providers = table.get("providers", {})
+    if not isinstance(providers, Mapping):
+        raise ConfigError(f"{where}: [providers] must be a table")
+    for name, section in providers.items():
+        if name not in PROVIDER_NAMES:
+            raise ConfigError(f"{where}: unknown provider [providers.{name}]")
+        if not isinstance(section, Mapping):
+            raise ConfigError(f"{where}: [providers.{name}] must be a table")
+        unknown = set(section) - _PROVIDER_KEYS
+        if unknown:
+            raise ConfigError(f"{where}: unknown key {sorted(unknown)[0]!r} in [providers.{name}]")
+    section = providers.get(provider, {})
+    return section if isinstance(section, Mapping) else {}
+
+
+def _string(table: Mapping[str, Any], key: str, where: str) -> str | None:
+    value = table.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value.strip():
+        raise ConfigError(f"{where}: {key} must be a non-empty string")
+    return value.strip()

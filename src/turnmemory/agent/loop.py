@@ -1,0 +1,389 @@
+"""The agent: one session's conversation, its LLM client, tools and permissions, turn by turn.
+
+:class:`Agent` is what both front ends (headless ``run`` and the ``chat`` REPL) drive, and what
+tests drive in-process. Each turn:
+
+1. persists the prompt, then runs ``client.run_turn`` over the retained conversation (system prompt,
+   user messages, assistant prose with its TurnMemory), feeding every event to a ``TurnRecorder``
+   and to the front end's :class:`View`;
+2. runs each tool call through prepare (validation of paths and edits, the diff), permission (asked
+   through the front end, or decided by rules when there is nobody to ask) and execution;
+3. persists the turn's ``Message`` (prose + TurnMemory) and display transcript, whatever the ending.
+
+An incomplete or interrupted turn keeps its provider-native pending state in the client for the next
+turn of this process; its partial ``Message`` joins the conversation (as a resumed session would
+see it) but is left out of requests while the pending state carries that work. Switching session,
+model or provider drops the pending state and persists it as a ``pending_drop`` event.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from turnmemory.agent.config import AgentConfig
+from turnmemory.agent.permissions import Asker, Permissions
+from turnmemory.agent.prompt import SUBAGENT_PROMPT, system_prompt
+from turnmemory.agent.sessions import LoadedSession, SessionStore, TurnStatus, transcript_items
+from turnmemory.agent.tools import READ_ONLY_TOOLS, Tool, ToolContext, ToolError, ToolRegistry, builtin_tools
+from turnmemory.llm import Client, Event, ToolResult, ToolSpec, Usage, open_client, record
+from turnmemory.memory import Message
+from turnmemory.segments import TurnRecorder
+
+__all__ = ["Agent", "ClientFactory", "ContextLayer", "TurnOutcome", "View", "open_agent_client"]
+
+
+class View(Protocol):
+    """What a front end shows of a turn."""
+
+    def event(self, event: Event, elapsed: float | None) -> None:
+        """One turn event; ``elapsed`` is the tool's run time on ``tool_end`` events."""
+
+    def diff(self, call_id: str, diff: str) -> None:
+        """The diff a write or edit would make (before its permission is decided)."""
+
+    def notice(self, text: str) -> None:
+        """A one-line note for the user (a skipped session row, dropped pending state...)."""
+
+
+@dataclass(frozen=True, slots=True)
+class TurnOutcome:
+    """How a turn ended, and the ``Message`` it left in the conversation."""
+
+    status: TurnStatus
+    message: Message
+    error: str | None = None
+    reason: str | None = None
+    usage: Usage = field(default_factory=Usage)
+
+
+@dataclass(frozen=True, slots=True)
+class ContextLayer:
+    """One layer of the next request and its size in UTF-8 bytes of the provider's JSON."""
+
+    name: str
+    size: int
+
+
+ClientFactory = Callable[[AgentConfig, "str | None"], Client]
+"""Opens the LLM client for a configuration and a session id (``None`` for a subagent)."""
+
+
+def open_agent_client(config: AgentConfig, session_id: str | None) -> Client:
+    """The default :data:`ClientFactory`: :func:`turnmemory.llm.open_client` with the config's settings."""
+    return open_client(
+        config.provider,
+        model=config.model,
+        base_url=config.base_url,
+        api_key=config.api_key,
+        region=config.region,
+        session_id=session_id,
+    )
+
+
+_TERMINAL_STATUS: dict[str, TurnStatus] = {"done": "done", "incomplete": "incomplete", "error": "error"}
+
+
+@contextmanager
+def _closing(events: Iterator[Event]) -> Iterator[Iterator[Event]]:
+    """Close the turn's event generator however the loop over it ends (an interrupt saves pending state)."""
+    try:
+        yield events
+    finally:
+        close = getattr(events, "close", None)
+        if callable(close):
+            close()
+
+
+def _specs(tools: ToolRegistry) -> list[ToolSpec]:
+    return [
+        ToolSpec(name=tool.name, description=tool.description, input_schema=tool.input_schema)
+        for tool in tools
+    ]
+
+
+def _add_usage(total: Usage, more: Usage) -> Usage:
+    return Usage(
+        input_tokens=total.input_tokens + more.input_tokens,
+        output_tokens=total.output_tokens + more.output_tokens,
+        cached_tokens=total.cached_tokens + more.cached_tokens,
+    )
+
+
+class Agent:
+    """One session of the coding agent.
+
+    ``ask`` asks the user about a permission (``None`` in headless runs: anything not allowed by a
+    rule is denied, with a reason the model sees). ``session_id`` resumes a stored session; without
+    it a new one starts. ``extra_tools`` (the MCP wrappers) join the built-in tools, and
+    ``mcp_catalogue`` the system prompt.
+    """
+
+    def __init__(
+        self,
+        config: AgentConfig,
+        store: SessionStore,
+        *,
+        workspace: str,
+        view: View,
+        ask: Asker | None = None,
+        session_id: str | None = None,
+        client_factory: ClientFactory = open_agent_client,
+        extra_tools: Sequence[Tool] = (),
+        mcp_catalogue: str = "",
+    ) -> None:
+        self.config = config
+        self.store = store
+        self.workspace = os.path.realpath(workspace)
+        self.view = view
+        self._client_factory = client_factory
+        self.tools = ToolRegistry([*builtin_tools(subagent=self._run_subagent), *extra_tools])
+        self._readonly = ToolRegistry(READ_ONLY_TOOLS)
+        self.permissions = Permissions(
+            self.workspace, config.allow, ask=ask, extra_readable=[str(store.spill_root)]
+        )
+        self.system = Message(
+            role="system", content=system_prompt(self.workspace, mcp_catalogue=mcp_catalogue)
+        )
+        self.messages: list[Message] = []
+        self._covered: set[int] = set()
+        self._recorder = TurnRecorder(self.workspace)
+        if session_id is None:
+            self.session_id = store.create(self.workspace, provider=config.provider, model=config.model)
+        else:
+            self.session_id = session_id
+            self._load(store.load(session_id))
+        self.client = client_factory(config, self.session_id)
+
+    # -- turns -------------------------------------------------------------------------------------
+
+    @property
+    def context(self) -> ToolContext:
+        """Where this session's tools run."""
+        return ToolContext(workspace=self.workspace, spill_dir=str(self.store.spill_dir(self.session_id)))
+
+    def request_history(self) -> list[Message]:
+        """The history the next request carries: the system prompt and the retained conversation,
+        without the partial turns whose work the client's pending state carries."""
+        if self.client.pending is None:
+            self._covered.clear()
+        return [self.system, *(m for i, m in enumerate(self.messages) if i not in self._covered)]
+
+    def turn(self, prompt: str) -> TurnOutcome:
+        """Run one assistant turn for ``prompt``; Ctrl-C (``KeyboardInterrupt``) ends it as interrupted."""
+        history = self.request_history()
+        self.store.add_user_message(self.session_id, prompt)
+        recorder = self._recorder = TurnRecorder(self.workspace)
+        started: dict[str, float] = {}
+        durations: dict[str, float] = {}
+        usage = Usage()
+        status: TurnStatus = "error"
+        error: str | None = "the turn ended without a result"
+        reason: str | None = None
+        try:
+            events = self.client.run_turn(history, prompt, tools=_specs(self.tools), execute=self._execute)
+            with _closing(events):
+                for event in events:
+                    record(event, recorder)
+                    elapsed = None
+                    if event.kind == "tool_start":
+                        started[event.call_id] = time.monotonic()
+                    elif event.kind == "tool_end":
+                        elapsed = time.monotonic() - started.pop(event.call_id, time.monotonic())
+                        durations[event.call_id] = elapsed
+                    elif event.kind == "usage" and event.usage is not None:
+                        usage = _add_usage(usage, event.usage)
+                    elif event.terminal:
+                        status, error, reason = _TERMINAL_STATUS[event.kind], event.error, event.reason
+                    self.view.event(event, elapsed)
+        except KeyboardInterrupt:
+            status, error, reason = "interrupted", "interrupted by the user", None
+        except BaseException as failure:
+            self._finish(
+                prompt, recorder, durations, "error", f"{type(failure).__name__}: {failure}", None, usage
+            )
+            raise
+        return self._finish(prompt, recorder, durations, status, error, reason, usage)
+
+    def _finish(
+        self,
+        prompt: str,
+        recorder: TurnRecorder,
+        durations: dict[str, float],
+        status: TurnStatus,
+        error: str | None,
+        reason: str | None,
+        usage: Usage,
+    ) -> TurnOutcome:
+        message = recorder.finish()
+        if status == "done":
+            error = None
+        self.store.add_assistant_turn(
+            self.session_id,
+            message,
+            status=status,
+            error=error,
+            reason=reason,
+            usage={
+                "input_tokens": usage.input_tokens,
+                "output_tokens": usage.output_tokens,
+                "cached_tokens": usage.cached_tokens,
+            },
+            transcript=transcript_items(recorder.segments, durations=durations, workspace=self.workspace),
+        )
+        self.messages.append(Message(role="user", content=prompt))
+        if message.content or message.turn_memory is not None:
+            self.messages.append(message)
+            if status != "done" and self.client.pending is not None:
+                self._covered.add(len(self.messages) - 1)
+        return TurnOutcome(status=status, message=message, error=error, reason=reason, usage=usage)
+
+    def _execute(self, call_id: str, name: str, arguments: dict[str, Any]) -> ToolResult:
+        return self._run_call(self.tools, call_id, name, arguments, self._recorder)
+
+    def _run_call(
+        self,
+        tools: ToolRegistry,
+        call_id: str,
+        name: str,
+        arguments: dict[str, Any],
+        recorder: TurnRecorder | None,
+    ) -> ToolResult:
+        """Prepare, authorize and run one call; every failure is an error result the model reads."""
+        try:
+            action = tools.prepare(name, arguments, self.context)
+            if action.diff is not None and recorder is not None:
+                recorder.diff(call_id, action.diff)
+                self.view.diff(call_id, action.diff)
+            if action.access is not None:
+                decision = self.permissions.decide(action.access)
+                if decision.how != "auto" and recorder is not None:
+                    recorder.permission(call_id, action.access.summary(), decision.label)
+                if not decision.allowed:
+                    return ToolResult(error=f"permission denied: {decision.reason}")
+            return ToolResult(output=action.run())
+        except ToolError as failure:
+            return ToolResult(error=str(failure))
+        except OSError as failure:
+            return ToolResult(error=f"{name} failed: {failure.strerror or failure}")
+
+    def _run_subagent(self, agent: str, task: str) -> str:
+        """Run a delegated task with a fresh client and read-only tools; its final prose.
+
+        The subagent's client is discarded afterwards, so its pending state is never saved or injected.
+        """
+        client = self._client_factory(self.config, None)
+        recorder = TurnRecorder(self.workspace)
+        history = [Message(role="system", content=f"{SUBAGENT_PROMPT}\nThe workspace is {self.workspace}.")]
+        final: Event | None = None
+
+        def execute(call_id: str, name: str, arguments: dict[str, Any]) -> ToolResult:
+            return self._run_call(self._readonly, call_id, name, arguments, None)
+
+        with _closing(
+            client.run_turn(history, task, tools=_specs(self._readonly), execute=execute)
+        ) as events:
+            for event in events:
+                record(event, recorder)
+                if event.terminal:
+                    final = event
+        answer = recorder.prose.strip()
+        if final is None or final.kind != "done":
+            why = (final.error or final.reason) if final is not None else "no result"
+            partial = f"; its partial answer: {answer}" if answer else ""
+            raise ToolError(f"subagent {agent} did not finish ({why}){partial}")
+        return answer or "(the subagent gave no answer)"
+
+    # -- sessions, models --------------------------------------------------------------------------
+
+    def new_session(self) -> None:
+        """Start a new session in the same workspace (``/new``, ``/clear``)."""
+        self._drop_pending("new session")
+        self.session_id = self.store.create(
+            self.workspace, provider=self.config.provider, model=self.config.model
+        )
+        self.messages, self._covered = [], set()
+        self.permissions.reset_session()
+        self.client = self._client_factory(self.config, self.session_id)
+
+    def resume(self, session_id: str) -> None:
+        """Continue the stored session ``session_id`` (``/resume``)."""
+        loaded = self.store.load(session_id)
+        self._drop_pending("resumed another session")
+        self.session_id = session_id
+        self.messages, self._covered = [], set()
+        self._load(loaded)
+        self.permissions.reset_session()
+        self.client = self._client_factory(self.config, self.session_id)
+
+    def switch_model(self, provider: str | None, model: str | None) -> None:
+        """Use another provider and/or model from the next turn on (``/model``)."""
+        config = self.config.switched(provider, model)
+        self._drop_pending(f"switched to {config.provider} {config.model}")
+        self.config = config
+        self.client = self._client_factory(config, self.session_id)
+
+    def _drop_pending(self, reason: str) -> None:
+        message = self.client.drop_pending(TurnRecorder(self.workspace))
+        self._covered.clear()
+        if message is not None:
+            self.store.add_pending_drop(self.session_id, message, reason=reason)
+            self.view.notice(
+                f"dropped the pending state of the unfinished turn ({reason}); the session keeps its record"
+            )
+
+    def _load(self, loaded: LoadedSession) -> None:
+        for problem in loaded.problems:
+            self.view.notice(problem)
+        if loaded.info.workspace != self.workspace:
+            self.view.notice(f"session {loaded.info.id[:8]} was started in {loaded.info.workspace}")
+        self.messages = list(loaded.messages)
+
+    # -- inspection --------------------------------------------------------------------------------
+
+    def memory(self) -> list[Message]:
+        """This session's assistant messages that carry a TurnMemory."""
+        return [message for message in self.messages if message.turn_memory is not None]
+
+    def context_layers(self) -> list[ContextLayer]:
+        """What the next request will carry, by layer, in UTF-8 bytes of the provider's JSON."""
+        history = self.request_history()
+        pending = self.client.pending or []
+        layers = [
+            ContextLayer("system", _size(self.system.content)),
+            ContextLayer(
+                "tool definitions", _size(json.dumps([spec.schema() for spec in _specs(self.tools)]))
+            ),
+            ContextLayer("user", sum(_size(m.content) for m in history if m.role == "user")),
+            ContextLayer("assistant prose", sum(_size(m.content) for m in history if m.role == "assistant")),
+        ]
+        formatter = _formatter(self.config.provider)
+        if formatter is not None:
+            bare = [Message(role=m.role, content=m.content) for m in history]
+            blocks = _size(_json(formatter(history))) - _size(_json(formatter(bare)))
+            layers.append(ContextLayer("historical tool blocks", max(blocks, 0)))
+        layers.append(ContextLayer("pending", _size(_json(pending)) if pending else 0))
+        return layers
+
+
+def _formatter(provider: str) -> Callable[[list[Message]], Any] | None:
+    try:
+        module = importlib.import_module(f"turnmemory.providers.{provider}")
+    except ModuleNotFoundError:
+        return None
+    to_request: Callable[[list[Message]], Any] = module.to_request
+    return to_request
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
+
+
+def _size(text: str) -> int:
+    return len(text.encode("utf-8"))

@@ -1,0 +1,113 @@
+"""Helpers shared by the agent tests: the recording view, fast clients, provider lists, body normalization."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import re
+from typing import Any
+
+import pytest
+
+from turnmemory.agent.config import AgentConfig
+from turnmemory.llm import Client, Event, RetryPolicy, open_client
+from turnmemory.memory import Message
+
+PROVIDERS = ("anthropic", "openai_chat", "openai_responses", "gemini", "bedrock")
+MODELS = {
+    "anthropic": "claude-sonnet-4-6",
+    "openai_chat": "gpt-4.1",
+    "openai_responses": "gpt-5",
+    "gemini": "gemini-2.5-flash",
+    "bedrock": "anthropic.claude-sonnet-4-5",
+}
+KEY_VARIABLES = {
+    "anthropic": "ANTHROPIC_API_KEY",
+    "openai_chat": "OPENAI_API_KEY",
+    "openai_responses": "OPENAI_API_KEY",
+    "gemini": "GEMINI_API_KEY",
+}
+
+
+def available(provider: str) -> bool:
+    """Whether the LLM layer has a client for ``provider`` yet."""
+    try:
+        importlib.import_module(f"turnmemory.llm.{provider}")
+    except ModuleNotFoundError:
+        return False
+    return True
+
+
+def provider_params() -> list[Any]:
+    return [
+        pytest.param(name, marks=pytest.mark.skipif(not available(name), reason=f"no {name} client yet"))
+        for name in PROVIDERS
+    ]
+
+
+class RecordingView:
+    """A :class:`~turnmemory.agent.loop.View` that keeps what it was shown."""
+
+    def __init__(self) -> None:
+        self.events: list[Event] = []
+        self.diffs: list[str] = []
+        self.notices: list[str] = []
+
+    def event(self, event: Event, elapsed: float | None) -> None:
+        self.events.append(event)
+
+    def diff(self, call_id: str, diff: str) -> None:
+        self.diffs.append(diff)
+
+    def notice(self, text: str) -> None:
+        self.notices.append(text)
+
+
+def fast_client(config: AgentConfig, session_id: str | None) -> Client:
+    """Clients that give up at once instead of retrying with real delays."""
+    return open_client(
+        config.provider,
+        model=config.model,
+        base_url=config.base_url,
+        api_key=config.api_key,
+        region=config.region,
+        session_id=session_id,
+        retry=RetryPolicy(attempts=1),
+    )
+
+
+# -- request bodies -------------------------------------------------------------------------------
+
+
+def body_text(body: Any) -> str:
+    """A request body as one string, for absence checks."""
+    return json.dumps(body, ensure_ascii=False)
+
+
+def _snake(key: str) -> str:
+    return re.sub(r"(?<=[a-z0-9])([A-Z])", lambda match: "_" + match.group(1).lower(), key)
+
+
+def normalized(value: Any) -> Any:
+    """A request fragment without cache markers, with snake_case keys (Gemini's SDK sends camelCase)."""
+    if isinstance(value, dict):
+        return {
+            _snake(k): normalized(v) for k, v in value.items() if k not in ("cache_control", "cachePoint")
+        }
+    if isinstance(value, list):
+        return [
+            normalized(item) for item in value if not (isinstance(item, dict) and set(item) == {"cachePoint"})
+        ]
+    return value
+
+
+def expected_request(provider: str, history: list[Message]) -> dict[str, Any]:
+    """What the provider formatter makes of ``history``, normalized like a body."""
+    module = importlib.import_module(f"turnmemory.providers.{provider}")
+    return normalized(module.to_request(history))  # type: ignore[no-any-return]
+
+
+def conversation_of(body: dict[str, Any], expected: dict[str, Any]) -> dict[str, Any]:
+    """The keys of ``body`` that the formatter produced (system, messages...), normalized."""
+    plain = normalized(body)
+    return {key: plain.get(key) for key in expected}

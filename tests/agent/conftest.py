@@ -1,0 +1,85 @@
+"""Fixtures for the agent tests: a fake provider server, an isolated data directory, agents wired to both."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from tests.agent._support import MODELS, RecordingView, fast_client
+
+from turnmemory.agent.config import AgentConfig
+from turnmemory.agent.loop import Agent
+from turnmemory.agent.permissions import Access, Answer, parse_rules
+from turnmemory.agent.sessions import SessionStore
+from turnmemory.testing import FakeProviderServer
+
+
+@pytest.fixture(scope="module")
+def module_server() -> Iterator[FakeProviderServer]:
+    with FakeProviderServer() as server:
+        yield server
+
+
+@pytest.fixture
+def server(module_server: FakeProviderServer) -> Iterator[FakeProviderServer]:
+    module_server.reset()
+    yield module_server
+    assert module_server.remaining == 0, "the test left scripted items unconsumed"
+
+
+@pytest.fixture
+def data_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """An isolated user data directory (and AWS test credentials for Bedrock)."""
+    path = tmp_path / "data"
+    monkeypatch.setenv("TURNMEMORY_DATA_DIR", str(path))
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "test-key-id")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "test-secret")
+    monkeypatch.delenv("AWS_SESSION_TOKEN", raising=False)
+    monkeypatch.delenv("AWS_PROFILE", raising=False)
+    return path
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    path = tmp_path / "ws"
+    path.mkdir()
+    return Path(os.path.realpath(path))
+
+
+@pytest.fixture
+def make_agent(server: FakeProviderServer, data_dir: Path, workspace: Path) -> Iterator[Callable[..., Agent]]:
+    """``make_agent(provider, allow=(), ask=None, session_id=None)``: an in-process agent on the fake server."""
+    stores: list[SessionStore] = []
+
+    def make(
+        provider: str,
+        *,
+        allow: tuple[str, ...] = (),
+        ask: Callable[[Access], Answer] | None = None,
+        session_id: str | None = None,
+    ) -> Agent:
+        config = AgentConfig(
+            provider=provider,
+            model=MODELS[provider],
+            base_url=server.base_url(provider),
+            api_key=None if provider == "bedrock" else "test-key",
+            region="us-east-1",
+            allow=parse_rules(allow),
+        )
+        store = SessionStore.open_default()
+        stores.append(store)
+        return Agent(
+            config,
+            store,
+            workspace=str(workspace),
+            view=RecordingView(),
+            ask=ask,
+            session_id=session_id,
+            client_factory=fast_client,
+        )
+
+    yield make
+    for store in stores:
+        store.close()
