@@ -14,6 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from turnmemory.providers.check import check_request
 from turnmemory.testing import Failure, FakeProviderServer, Reply, ToolCall, Usage
 
 MESSAGES: list[Any] = [{"role": "user", "content": "Fix the failing test"}]
@@ -257,7 +258,6 @@ def test_exhausted_script_answers_500(server: FakeProviderServer) -> None:
 
 
 def test_broken_history_is_rejected_with_the_checker_message(server: FakeProviderServer) -> None:
-    check = pytest.importorskip("turnmemory.providers.check")
     server.push(Reply(text="unused"))
     broken: list[Any] = [
         {"role": "user", "content": "go"},
@@ -269,7 +269,7 @@ def test_broken_history_is_rejected_with_the_checker_message(server: FakeProvide
     ]
     with pytest.raises(anthropic.BadRequestError) as caught:
         client(server).messages.create(model="m", max_tokens=10, messages=broken)
-    problems = check.check_request("anthropic", server.requests[-1].body)
+    problems = check_request("anthropic", server.requests[-1].body)
     assert problems
     assert caught.value.body["error"]["message"] == "; ".join(problems)  # type: ignore[index]
     assert server.remaining == 1

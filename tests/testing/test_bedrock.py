@@ -14,6 +14,7 @@ import urllib3.exceptions
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from turnmemory.providers.check import check_request
 from turnmemory.testing import Failure, FakeProviderServer, Reply, ToolCall, Usage
 
 MODEL = "anthropic.claude-test-v1:0"
@@ -206,7 +207,6 @@ def test_exhausted_script_answers_500(server: FakeProviderServer) -> None:
 
 
 def test_broken_history_is_rejected_with_the_checker_message(server: FakeProviderServer) -> None:
-    check = pytest.importorskip("turnmemory.providers.check")
     server.push(Reply(text="unused"))
     broken: list[Any] = [
         {"role": "user", "content": [{"text": "go"}]},
@@ -215,7 +215,7 @@ def test_broken_history_is_rejected_with_the_checker_message(server: FakeProvide
     bedrock = client(server)
     with pytest.raises(bedrock.exceptions.ValidationException) as caught:
         bedrock.converse(modelId=MODEL, messages=broken)
-    problems = check.check_request("bedrock", server.requests[-1].body)
+    problems = check_request("bedrock", server.requests[-1].body)
     assert problems
     assert caught.value.response["Error"]["Message"] == "; ".join(problems)
     assert server.remaining == 1

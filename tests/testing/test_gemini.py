@@ -14,6 +14,7 @@ from google.genai import errors, types
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from turnmemory.providers.check import check_request
 from turnmemory.testing import Failure, FakeProviderServer, Reply, ToolCall, Usage
 
 MODEL = "gemini-test"
@@ -188,7 +189,6 @@ def test_exhausted_script_answers_500(server: FakeProviderServer) -> None:
 
 
 def test_broken_history_is_rejected_with_the_checker_message(server: FakeProviderServer) -> None:
-    check = pytest.importorskip("turnmemory.providers.check")
     server.push(Reply(text="unused"))
     broken = [
         types.Content(role="user", parts=[types.Part(text="go")]),
@@ -199,7 +199,7 @@ def test_broken_history_is_rejected_with_the_checker_message(server: FakeProvide
     ]
     with pytest.raises(errors.ClientError) as caught:
         client(server).models.generate_content(model=MODEL, contents=broken)
-    problems = check.check_request("gemini", server.requests[-1].body)
+    problems = check_request("gemini", server.requests[-1].body)
     assert problems
     assert (caught.value.code, caught.value.message) == (400, "; ".join(problems))
     assert server.remaining == 1

@@ -11,6 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from turnmemory.providers.check import check_request
 from turnmemory.testing import Failure, FakeProviderServer, Reply, ToolCall, Usage
 
 
@@ -206,7 +207,6 @@ def test_exhausted_script_answers_500(server: FakeProviderServer) -> None:
 
 
 def test_broken_history_is_rejected_with_the_checker_message(server: FakeProviderServer) -> None:
-    check = pytest.importorskip("turnmemory.providers.check")
     server.push(Reply(text="unused"))
     broken: list[Any] = [
         {"role": "user", "content": "go"},
@@ -214,7 +214,7 @@ def test_broken_history_is_rejected_with_the_checker_message(server: FakeProvide
     ]
     with pytest.raises(openai.BadRequestError) as caught:
         client(server).responses.create(model="m", input=broken)
-    problems = check.check_request("openai_responses", server.requests[-1].body)
+    problems = check_request("openai_responses", server.requests[-1].body)
     assert problems
     assert caught.value.message == "Error code: 400 - " + "; ".join(problems)
     assert server.remaining == 1

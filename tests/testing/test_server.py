@@ -235,3 +235,15 @@ def test_command_line_rejects_a_bad_script_in_one_line(tmp_path: Path) -> None:
     assert err.strip().splitlines() == [
         "error: script[0].reply: Reply.text and Reply.reasoning: expected strings"
     ]
+
+
+def test_check_false_answers_a_broken_history_from_the_script() -> None:
+    broken = {"model": "m", "max_tokens": 5, "messages": [{"role": "assistant", "content": "  "}]}
+    with FakeProviderServer([Reply(text="accepted")], check=False) as unchecked:
+        status, body = post(unchecked.url + "/v1/messages", json.dumps(broken).encode())
+    assert (status, body["content"]) == (200, [{"type": "text", "text": "accepted"}])
+    with FakeProviderServer([Reply(text="kept")]) as checked:
+        status, body = post(checked.url + "/v1/messages", json.dumps(broken).encode())
+        assert (status, body["error"]["type"]) == (400, "invalid_request_error")
+        assert checked.remaining == 1
+        checked.reset()

@@ -3,19 +3,18 @@
 from __future__ import annotations
 
 import contextlib
-import importlib
 import json
 import socket
 import socketserver
 import threading
-import warnings
 from collections import deque
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
-from typing import Any, cast
+from typing import Any
 
+from turnmemory.providers.check import check_request
 from turnmemory.testing._anthropic import ANTHROPIC
 from turnmemory.testing._bedrock import BEDROCK
 from turnmemory.testing._gemini import GEMINI
@@ -33,8 +32,6 @@ PROVIDERS: tuple[str, ...] = tuple(protocol.name for protocol in _PROTOCOLS)
 _BASE_PATHS = {"openai_chat": "/v1", "openai_responses": "/v1"}
 _EXHAUSTED = "fake server: script exhausted"
 
-Checker = Callable[[str, Mapping[str, Any]], list[str]]
-
 
 @dataclass(frozen=True, slots=True)
 class RecordedRequest:
@@ -50,21 +47,6 @@ class RecordedRequest:
     body: dict[str, Any]
     stream: bool
     model: str
-
-
-def _load_checker() -> Checker | None:
-    try:
-        module = importlib.import_module("turnmemory.providers.check")
-    except ModuleNotFoundError as err:
-        if err.name != "turnmemory.providers.check":
-            raise
-        warnings.warn(
-            "turnmemory.providers.check is not available: FakeProviderServer(check=True) does not validate requests",
-            RuntimeWarning,
-            stacklevel=3,
-        )
-        return None
-    return cast(Checker, module.check_request)
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -171,7 +153,7 @@ class FakeProviderServer:
         self._script: deque[ScriptItem] = deque()
         self._answered = 0
         self._requests: list[RecordedRequest] = []
-        self._checker = _load_checker() if check else None
+        self._check = check
         self.push(*script)
         self._httpd = _HTTPServer((host, port), self)
         self._closed = False
@@ -277,7 +259,7 @@ class FakeProviderServer:
         if not protocol.authorized(headers, query):
             handler.send_json(protocol.error(Failure(401, "fake server: no credentials in the request")))
             return
-        problems = self._checker(protocol.name, body) if self._checker is not None else []
+        problems = check_request(protocol.name, body) if self._check else []
         if problems:
             handler.send_json(protocol.error(Failure(400, "; ".join(problems))))
             return
