@@ -13,11 +13,12 @@ import re
 import string
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
+from functools import lru_cache
 from itertools import count, product
 from typing import Any
 
 from turnmemory.memory import Message
-from turnmemory.replay import ArgumentPolicy, HistoricalCall, IdStyle, Step, historical_steps
+from turnmemory.replay import ArgumentPolicy, HistoricalCall, IdStyle, Step, historical_steps, result_json
 
 __all__ = [
     "PLACEHOLDER_DESCRIPTION",
@@ -26,6 +27,7 @@ __all__ = [
     "Options",
     "TurnFormat",
     "adjacent_pairing",
+    "compact_json",
     "duplicates",
     "is_blank",
     "is_json_text",
@@ -60,9 +62,23 @@ def is_blank(text: str) -> bool:
     return not text.strip()
 
 
+@lru_cache(maxsize=1024)
 def tool_name(name: str) -> str:
     """``name`` as every provider accepts it: ``[A-Za-z0-9_-]{1,64}`` (other characters become ``_``)."""
     return _INVALID_NAME_CHARS.sub("_", name)[:_MAX_NAME] or "_"
+
+
+def compact_json(value: Mapping[str, Any]) -> str:
+    """The compact JSON text of flat placeholder arguments or a result (they repeat, so it is cached)."""
+    try:
+        return _compact_json(tuple(value.items()))
+    except TypeError:  # an unhashable value: not worth caching
+        return result_json(value)
+
+
+@lru_cache(maxsize=4096)
+def _compact_json(items: tuple[tuple[str, Any], ...]) -> str:
+    return result_json(dict(items))
 
 
 def replay_steps(message: Message, message_index: int, options: Options, taken: set[str]) -> list[Step]:

@@ -21,6 +21,7 @@ from turnmemory.providers._common import (
     Options,
     TurnFormat,
     adjacent_pairing,
+    compact_json,
     duplicates,
     is_blank,
     json_object,
@@ -28,7 +29,7 @@ from turnmemory.providers._common import (
     tool_name,
     turn_request,
 )
-from turnmemory.replay import ArgumentPolicy, HistoricalCall, IdStyle, result_json
+from turnmemory.replay import ArgumentPolicy, HistoricalCall, IdStyle
 
 __all__ = ["placeholder_tool", "placeholder_tools", "problems", "replayed_tool_names", "to_request"]
 
@@ -45,7 +46,7 @@ def _call(call: HistoricalCall, first: bool) -> Block:
 
 
 def _result(call: HistoricalCall) -> Block:
-    block: Block = {"type": "tool_result", "tool_use_id": call.id, "content": result_json(call.result)}
+    block: Block = {"type": "tool_result", "tool_use_id": call.id, "content": compact_json(call.result)}
     if call.is_error:
         block["is_error"] = True
     return block

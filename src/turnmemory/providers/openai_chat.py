@@ -17,6 +17,7 @@ from turnmemory.providers._common import (
     PLACEHOLDER_DESCRIPTION,
     Block,
     Options,
+    compact_json,
     duplicates,
     is_json_text,
     item_request,
@@ -24,7 +25,7 @@ from turnmemory.providers._common import (
     replay_steps,
     tool_name,
 )
-from turnmemory.replay import ArgumentPolicy, IdStyle, result_json
+from turnmemory.replay import ArgumentPolicy, IdStyle
 
 __all__ = ["MAX_ID", "placeholder_tool", "placeholder_tools", "problems", "replayed_tool_names", "to_request"]
 
@@ -49,13 +50,13 @@ def _render(message: Message, message_index: int, options: Options, taken: set[s
             {
                 "id": call.id,
                 "type": "function",
-                "function": {"name": tool_name(call.name), "arguments": result_json(call.arguments)},
+                "function": {"name": tool_name(call.name), "arguments": compact_json(call.arguments)},
             }
             for call in step.calls
         ]
         out.append(assistant)
         out.extend(
-            {"role": "tool", "tool_call_id": call.id, "content": result_json(call.result)}
+            {"role": "tool", "tool_call_id": call.id, "content": compact_json(call.result)}
             for call in step.calls
         )
     return tuple(out)

@@ -17,6 +17,7 @@ from turnmemory.providers._common import (
     PLACEHOLDER_DESCRIPTION,
     Block,
     Options,
+    compact_json,
     duplicates,
     is_blank,
     is_json_text,
@@ -25,7 +26,7 @@ from turnmemory.providers._common import (
     replay_steps,
     tool_name,
 )
-from turnmemory.replay import ArgumentPolicy, IdStyle, result_json
+from turnmemory.replay import ArgumentPolicy, IdStyle
 
 __all__ = [
     "MAX_CALL_ID",
@@ -58,12 +59,12 @@ def _render(message: Message, message_index: int, options: Options, taken: set[s
                 "type": "function_call",
                 "call_id": call.id,
                 "name": tool_name(call.name),
-                "arguments": result_json(call.arguments),
+                "arguments": compact_json(call.arguments),
             }
             for call in step.calls
         )
         out.extend(
-            {"type": "function_call_output", "call_id": call.id, "output": result_json(call.result)}
+            {"type": "function_call_output", "call_id": call.id, "output": compact_json(call.result)}
             for call in step.calls
         )
     return tuple(out)
