@@ -27,8 +27,11 @@ _STYLE = {
 }
 
 
-def plot_report(report: Report, path: Path) -> int:
-    """Draw the multi-turn sessions of ``report`` to the PNG ``path``; the number of panels drawn."""
+def plot_report(report: Report, path: Path, *, names: bool = True) -> int:
+    """Draw the multi-turn sessions of ``report`` to the PNG ``path``; the number of panels drawn.
+
+    With ``names=False`` panels are titled by format and size only, not by file name.
+    """
     import matplotlib
 
     matplotlib.use("Agg")
@@ -48,7 +51,8 @@ def plot_report(report: Report, path: Path) -> int:
             axis.plot(
                 range(1, len(series) + 1), series, line, color=color, label=name, linewidth=width, alpha=alpha
             )
-        axis.set_title(f"{_label(session.path)} ({session.format})", fontsize=9)
+        title = f"{_label(session.path)} ({session.format})" if names else f"{session.format} session"
+        axis.set_title(f"{title}, {session.user_turns} turns, {session.tool_calls} tool calls", fontsize=9)
         axis.set_xlabel("user turn")
         axis.set_ylabel(f"history carried ({unit})")
         axis.ticklabel_format(axis="y", style="plain")

@@ -139,18 +139,18 @@ def _progress(files: list[tuple[Path, str]], show: bool) -> Iterator[tuple[Path,
             bar.advance(task)
 
 
-def print_table(report: Report) -> None:
-    """The aggregate table (and one per multi-turn session) on stdout, with rich."""
+def print_table(report: Report, *, sessions: int | None = None) -> None:
+    """The aggregate table, then one per multi-turn session (at most ``sessions``), on stdout."""
     from rich.console import Console
     from rich.table import Table
 
     console = Console(width=None if sys.stdout.isatty() else 120)
     console.print(summary_line(report))
     sections: list[tuple[str, Mapping[StrategyName, StrategyResult]]] = [("All sessions", report.total)]
+    multi = sorted((s for s in report.sessions if s.user_turns >= 2), key=lambda s: -s.user_turns)
     sections += [
         (f"{Path(s.path).name} ({s.format}, {s.user_turns} turns, {s.tool_calls} tool calls)", s.strategies)
-        for s in report.sessions
-        if s.user_turns >= 2
+        for s in multi[:sessions]
     ]
     for title, results in sections:
         header, *rows = render_table_rows(results)
