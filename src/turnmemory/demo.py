@@ -66,10 +66,10 @@ def sources() -> list[Path]:
     return [path for path in candidates if path.is_dir()]
 
 
-def main() -> None:
-    """Run the demo."""
+def main(paths: list[Path] | None = None, plot: Path = _PLOT) -> None:
+    """Run the demo over ``paths`` (default: :func:`sources`), drawing the plot to ``plot``."""
     print_story(example_turn())
-    found = sources()
+    found = sources() if paths is None else paths
     if not found:
         print("No session logs found (examples/, ~/.claude/projects, ~/.codex/sessions).")
         return
@@ -84,8 +84,8 @@ def main() -> None:
         print(f"note: {meter.note}")
     report = analyze_paths(found, meter)
     print_table(report, sessions=MAX_PANELS)
-    panels = plot_report(report, _PLOT)
-    print(f"plot ({panels} sessions): {_PLOT}")
+    panels = plot_report(report, plot)
+    print(f"plot ({panels} sessions): {plot}")
 
 
 if __name__ == "__main__":
