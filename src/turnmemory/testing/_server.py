@@ -96,14 +96,14 @@ class _Handler(BaseHTTPRequestHandler):
 
 
 class _HTTPServer(ThreadingHTTPServer):
-    daemon_threads = False
-    block_on_close = True
+    """One daemon thread per connection, each tracked so ``close_connections`` can end and join it."""
+
     request_queue_size = 128
 
     def __init__(self, address: tuple[str, int], owner: FakeProviderServer) -> None:
         self.owner = owner
-        self._open: set[socket.socket] = set()
-        self._open_lock = threading.Lock()
+        self._connections: dict[socket.socket, threading.Thread] = {}
+        self._connections_lock = threading.Lock()
         super().__init__(address, _Handler)
 
     def server_bind(self) -> None:
@@ -113,21 +113,37 @@ class _HTTPServer(ThreadingHTTPServer):
         self.server_name, self.server_port = str(host), int(port)
 
     def process_request(self, request: Any, client_address: Any) -> None:
-        with self._open_lock:
-            self._open.add(request)
-        super().process_request(request, client_address)
+        thread = threading.Thread(
+            target=self._serve_connection,
+            args=(request, client_address),
+            name="FakeProviderServer-connection",
+        )
+        thread.daemon = True
+        with self._connections_lock:
+            self._connections[request] = thread
+        thread.start()
+
+    def _serve_connection(self, request: Any, client_address: Any) -> None:
+        try:
+            self.finish_request(request, client_address)
+        except Exception:
+            self.handle_error(request, client_address)
+        finally:
+            self.shutdown_request(request)
 
     def shutdown_request(self, request: Any) -> None:
-        with self._open_lock:
-            self._open.discard(request)
+        with self._connections_lock:
+            self._connections.pop(request, None)
         super().shutdown_request(request)
 
-    def drop_connections(self) -> None:
-        """Unblock handler threads still reading from or writing to a client."""
-        with self._open_lock:
-            for connection in self._open:
-                with contextlib.suppress(OSError):
-                    connection.shutdown(socket.SHUT_RDWR)
+    def close_connections(self) -> None:
+        """End every open connection (a client may hold one idle) and join its thread."""
+        with self._connections_lock:
+            open_connections = list(self._connections.items())
+        for connection, thread in open_connections:
+            with contextlib.suppress(OSError):
+                connection.shutdown(socket.SHUT_RDWR)
+            thread.join()
 
 
 class FakeProviderServer:
@@ -158,7 +174,10 @@ class FakeProviderServer:
         self._httpd = _HTTPServer((host, port), self)
         self._closed = False
         self._thread = threading.Thread(
-            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, name="FakeProviderServer"
+            target=self._httpd.serve_forever,
+            kwargs={"poll_interval": 0.05},
+            name="FakeProviderServer",
+            daemon=True,
         )
         self._thread.start()
 
@@ -206,7 +225,7 @@ class FakeProviderServer:
                 return
             self._closed = True
         self._httpd.shutdown()
-        self._httpd.drop_connections()
+        self._httpd.close_connections()
         self._httpd.server_close()
         self._thread.join()
 
@@ -271,15 +290,21 @@ class FakeProviderServer:
         exchange = Exchange(number, model, body)
         if isinstance(item, Failure):
             self._fail(handler, protocol, item, exchange, stream)
-        elif stream:
-            frames = protocol.stream(item, exchange)
-            if item.break_after is None:
+        else:
+            self._reply(handler, protocol, item, exchange, stream)
+
+    def _reply(
+        self, handler: _Handler, protocol: WireProtocol, reply: Reply, exchange: Exchange, stream: bool
+    ) -> None:
+        if stream:
+            frames = protocol.stream(reply, exchange)
+            if reply.break_after is None:
                 handler.send_stream(protocol.stream_content_type, frames, complete=True)
             else:
-                cut = cut_point(frames, item.break_after)
+                cut = cut_point(frames, reply.break_after)
                 handler.send_stream(protocol.stream_content_type, frames[:cut], complete=False)
-        elif item.break_after is None:
-            handler.send_json(JsonAnswer(200, protocol.message(item, exchange)))
+        elif reply.break_after is None:
+            handler.send_json(JsonAnswer(200, protocol.message(reply, exchange)))
         else:
             handler.close_connection = True
 
