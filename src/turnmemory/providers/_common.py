@@ -135,6 +135,22 @@ def _compact_variants(call_id: str) -> Iterator[str]:
                 yield "".join(prefix) + call_id[width:]
 
 
+def _checked(messages: Sequence[Message], pending: Sequence[Block] | None) -> list[Block]:
+    """``pending`` as a list, after a clear ``TypeError`` for anything that is not a message or an object."""
+    for i, message in enumerate(messages):
+        if not isinstance(message, Message):
+            raise TypeError(f"messages[{i}]: expected a turnmemory.Message, got {type(message).__name__}")
+    if isinstance(pending, str | bytes | Mapping):
+        raise TypeError(f"pending: expected a sequence of provider messages, got {type(pending).__name__}")
+    items = list(pending or ())
+    for j, item in enumerate(items):
+        if not isinstance(item, Mapping):
+            raise TypeError(
+                f"pending[{j}]: expected an object (a provider-native message), got {type(item).__name__}"
+            )
+    return items
+
+
 def _final_user(messages: Sequence[Message]) -> int:
     """Where pending state goes: the index of the final user message, or ``len(messages)``."""
     return len(messages) - 1 if messages and messages[-1].role == "user" else len(messages)
@@ -148,7 +164,7 @@ def item_request(
     pending_ids: Callable[[Sequence[Block]], Iterable[str]],
 ) -> list[Block]:
     """The item list of a format without role merging (OpenAI Chat, Responses)."""
-    pending = list(pending or ())
+    pending = _checked(messages, pending)
     taken = set(pending_ids(pending))
     final = _final_user(messages)
     items: list[Block] = []
@@ -245,7 +261,7 @@ def turn_request(
     open with the user, so assistant messages before the first non-blank user message are left out too,
     with their calls; pending state is kept verbatim (merged into a neighbouring turn of the same role).
     """
-    pending = list(pending or ())
+    pending = _checked(messages, pending)
     taken = set(fmt.pending_ids(pending))
     final = _final_user(messages)
     systems: list[str] = []

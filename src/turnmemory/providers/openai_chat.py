@@ -186,8 +186,11 @@ def _assistant_problems(where: str, message: Mapping[str, Any], out: list[str]) 
         call_id, function = call.get("id"), call.get("function")
         if not isinstance(call_id, str) or not call_id or len(call_id) > MAX_ID:
             out.append(f"{at}: id {call_id!r} must be a string of 1 to {MAX_ID} characters")
+        if call.get("type") == "custom" and isinstance(call.get("custom"), Mapping):
+            found.append((at, str(call_id)))
+            continue
         if call.get("type") != "function" or not isinstance(function, Mapping):
-            out.append(f"{at}: expected a function call")
+            out.append(f"{at}: expected a function or custom tool call")
             continue
         if not isinstance(function.get("name"), str) or not function["name"]:
             out.append(f"{at}.function: name must be a non-empty string")
