@@ -64,7 +64,7 @@ SNIPPET = """\
 ## What TurnMemory does to real sessions
 
 `turnmemory analyze` replays session logs written by other agents (Claude Code, Codex CLI, OpenCode,
-SWE-agent, mini-swe-agent) request by request under seven history strategies and measures what each
+SWE-agent, mini-swe-agent, OpenHands) request by request under seven history strategies and measures what each
 request carries, all rendered as OpenAI Chat messages (system prompt and tool definitions, the same
 under every strategy, are left out). `carried` sums the size of the first request of every user turn
 after the first: the history a new turn starts with. `cost` prices every request under a prompt-cache

@@ -41,6 +41,7 @@ def test_json_output_has_the_contract_keys(app: typer.Typer) -> None:
         "codex",
         "mini-swe-agent",
         "opencode",
+        "openhands",
         "swe-agent",
     ]
     for entry in document["sessions"]:

@@ -13,6 +13,7 @@ EXPECTED = {
     "opencode-export.json": "opencode",
     "swe-agent.traj": "swe-agent",
     "mini-swe-agent.traj.json": "mini-swe-agent",
+    "openhands-events.json": "openhands",
 }
 
 
@@ -55,5 +56,5 @@ def test_every_shared_session_file_is_detected() -> None:
         "opencode": "opencode",
         "swe-agent": "swe-agent",
         "mini-swe-agent": "mini-swe-agent",
-        "openhands": None,
+        "openhands": "openhands",
     }

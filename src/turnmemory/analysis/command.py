@@ -67,7 +67,7 @@ def analyze(
         typer.Option("--tokenizer", help="o200k tokens (when available offline) or UTF-8 bytes."),
     ] = TokenizerChoice.o200k,
 ) -> None:
-    """Compare history strategies on real session logs (Claude Code, Codex CLI, OpenCode, SWE-agent, mini-swe-agent)."""
+    """Compare history strategies on real session logs (Claude Code, Codex CLI, OpenCode, SWE-agent, OpenHands)."""
     meter = open_meter(tokenizer.value)
     if meter.note:
         _warn(meter.note)

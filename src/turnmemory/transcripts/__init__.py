@@ -1,9 +1,9 @@
 """Importers that turn other agents' real session logs into user turns and segment streams.
 
 Formats: Claude Code session JSONL, OpenAI Codex CLI rollouts, OpenCode exports, SWE-agent
-``.traj`` and mini-swe-agent ``.traj.json``. Each importer is tolerant: unknown record types are
-skipped and counted (``ImportedSession.skipped``), a malformed line is reported in one readable line
-(``ImportedSession.problems``) and skipped. Tool calls are mapped onto this project's tools so that
+``.traj``, mini-swe-agent ``.traj.json`` and OpenHands event lists. Each importer is tolerant:
+unknown record types are skipped and counted (``ImportedSession.skipped``), a malformed line is
+reported in one readable line (``ImportedSession.problems``) and skipped. Tool calls are mapped onto this project's tools so that
 :func:`replay_turn` through a :class:`~turnmemory.TurnRecorder` applies the retention rules::
 
     from turnmemory.transcripts import discover, load_session, replay_turn

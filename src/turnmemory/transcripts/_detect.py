@@ -13,11 +13,12 @@ from turnmemory.transcripts._codex import load_codex
 from turnmemory.transcripts._mini_swe_agent import load_mini_swe_agent
 from turnmemory.transcripts._model import ImportedSession
 from turnmemory.transcripts._opencode import load_opencode
+from turnmemory.transcripts._openhands import load_openhands
 from turnmemory.transcripts._swe_agent import load_swe_agent
 
 __all__ = ["FORMATS", "detect_format", "discover", "load_session"]
 
-FORMATS: tuple[str, ...] = ("claude-code", "codex", "opencode", "swe-agent", "mini-swe-agent")
+FORMATS: tuple[str, ...] = ("claude-code", "codex", "opencode", "swe-agent", "mini-swe-agent", "openhands")
 """The formats the importers read."""
 
 _SUFFIXES = (".jsonl", ".json", ".traj")
@@ -86,6 +87,7 @@ _LOADERS: dict[str, Callable[[Path], ImportedSession]] = {
     "opencode": load_opencode,
     "swe-agent": load_swe_agent,
     "mini-swe-agent": load_mini_swe_agent,
+    "openhands": load_openhands,
 }
 
 
@@ -118,6 +120,9 @@ def _document_format(data: Any) -> str | None:
         if isinstance(data.get("trajectory"), list) or isinstance(data.get("history"), list):
             return "swe-agent"
         return None
-    if isinstance(data, list) and data and all(isinstance(item, dict) and "role" in item for item in data):
-        return "mini-swe-agent"
+    if isinstance(data, list) and data and all(isinstance(item, dict) for item in data):
+        if all("role" in item for item in data):
+            return "mini-swe-agent"
+        if all("source" in item and ("action" in item or "observation" in item) for item in data):
+            return "openhands"
     return None
