@@ -89,6 +89,8 @@ def test_bad_input_gets_one_line_and_loses_nothing(app: typer.Typer, tmp_path: P
     assert "broken.jsonl:" in err and "not valid JSON" in err
     (session,) = json.loads(out)["sessions"]
     assert (session["user_turns"], session["tool_calls"]) == (3, 10)
+    assert session["skipped"]["sidechain"] == 1
+    assert "records not imported (not conversation): " in err and "sidechain 1" in err
 
 
 def test_no_sessions_is_an_error(app: typer.Typer, tmp_path: Path) -> None:

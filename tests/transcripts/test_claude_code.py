@@ -105,6 +105,7 @@ def test_a_slash_command_the_model_answers_starts_a_turn(tmp_path: Path) -> None
     path.write_text("\n".join(json.dumps(r) for r in (wrapper, reply)) + "\n")
     session = load_claude_code(path)
     assert [turn.user for turn in session.turns] == ["<command-name>/review</command-name>"]
+    assert session.skipped["command_wrapper"] == 0
     assert session.turns[0].prose == "Reviewing."
 
 

@@ -51,7 +51,8 @@ def test_exit_codes_come_from_exec_command_end_and_patches_from_their_headers() 
 def test_injected_context_and_ui_events_are_skipped_and_counted() -> None:
     skipped = load_codex(EXAMPLE).skipped
     assert skipped["injected_context"] == 4
-    assert skipped["event_msg:exec_command_end"] == 4
+    assert skipped["event_msg:task_started"] == 2
+    assert "event_msg:exec_command_end" not in skipped  # read for exit codes
     assert skipped["event_msg:agent_message"] == 1
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections import Counter
 from collections.abc import Iterator, Mapping
 from enum import StrEnum
 from pathlib import Path
@@ -34,6 +35,7 @@ __all__ = ["OutputFormat", "TokenizerChoice", "analyze", "analyze_paths", "regis
 
 _PROGRESS_MIN_SESSIONS = 50
 _MAX_PROBLEM_LINES = 20
+_MAX_SKIPPED_KINDS = 8
 
 
 class OutputFormat(StrEnum):
@@ -113,6 +115,18 @@ def analyze_paths(paths: list[Path], meter: Meter, *, progress: bool | None = No
         _warn(f"skipped: {line}")
     if len(problems) > _MAX_PROBLEM_LINES:
         _warn(f"... and {len(problems) - _MAX_PROBLEM_LINES} more skipped lines or files")
+    skipped: Counter[str] = Counter()
+    for report in reports:
+        skipped.update(report.skipped)
+    skipped.pop("malformed", None)
+    if skipped:
+        kinds = ", ".join(f"{kind} {count}" for kind, count in skipped.most_common(_MAX_SKIPPED_KINDS))
+        more = (
+            f" and {len(skipped) - _MAX_SKIPPED_KINDS} more kinds"
+            if len(skipped) > _MAX_SKIPPED_KINDS
+            else ""
+        )
+        _warn(f"records not imported (not conversation): {kinds}{more}")
     return build_report(reports, meter)
 
 

@@ -67,6 +67,7 @@ def load_claude_code(path: Path) -> ImportedSession:
             continue
         if command:
             builder.user(command.pop())
+            builder.skipped["command_wrapper"] -= 1
         if message.get("id") != response_id:
             response_id = message.get("id")
             if builder.in_turn:

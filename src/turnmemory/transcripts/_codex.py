@@ -68,6 +68,8 @@ def load_codex(path: Path) -> ImportedSession:
         elif kind == "event_msg" and item == "token_count":
             if builder.in_turn:
                 builder.add(IterationEnd())
+        elif kind == "event_msg" and item in ("exec_command_end", "patch_apply_end"):
+            continue  # read in the first pass
         elif kind == "response_item":
             _item(builder, payload, calls, exit_codes, patches)
         else:
