@@ -1,14 +1,16 @@
 from __future__ import annotations
 
 import pytest
-from tests.analysis._sessions import session, turn
+from tests.analysis._sessions import call, session, turn
 
 from turnmemory.analysis import (
     STRATEGIES,
     Block,
     analyze_session,
+    conversation,
     open_meter,
     request_cost,
+    requests,
     shared_prefix,
     total_cost,
 )
@@ -58,3 +60,25 @@ def test_a_three_turn_session_without_tools_costs_the_same_under_every_strategy(
     assert {name: report.strategies[name].cost for name in STRATEGIES} == dict.fromkeys(STRATEGIES, 215.2)
     assert report.strategies["full"].per_turn == (30, 97, 162)
     assert (report.strategies["full"].carried, report.strategies["full"].peak) == (97 + 162, 162)
+
+
+def test_turnmemory_invalidates_the_cache_only_from_the_compacted_turn() -> None:
+    meter = open_meter("bytes")
+    turns = conversation(
+        session(
+            turn("one", ("a", [call("c1", "x" * 50)]), ("done", [])),
+            turn("two", ("b", [call("c2", "y" * 50)]), ("done", [])),
+            turn("three"),
+        )
+    )
+    made = list(requests("turnmemory", turns, meter))
+    last_of_two = next(r for r in reversed(made) if r.turn == 1)
+    first_of_three = next(r for r in made if r.turn == 2)
+    # Turn 2's last request holds: turn 1 compacted, "two", then turn 2's own full blocks.
+    # Turn 3 keeps turn 1 compacted and "two" as they were, so the cache breaks only at turn 2's memory.
+    compacted_one = len(next(r for r in made if r.turn == 1).blocks)  # compact(turn 1) + "two"
+    assert last_of_two.blocks[:compacted_one] == first_of_three.blocks[:compacted_one]
+    assert last_of_two.blocks[compacted_one] != first_of_three.blocks[compacted_one]
+    assert shared_prefix(last_of_two.blocks, first_of_three.blocks) == sum(
+        block.size for block in first_of_three.blocks[:compacted_one]
+    )
