@@ -1,0 +1,121 @@
+"""Short labels for tool calls, shared by the headless output, the REPL and ``turnmemory show``.
+
+Labels reuse the retention rules, so what the screen names a call by is the same bounded,
+redacted target the TurnMemory keeps: never file contents, never full arguments.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from turnmemory._text import bound_text
+from turnmemory.agent.sessions import LoadedSession
+from turnmemory.retention import retain
+
+__all__ = ["one_line", "session_lines", "timestamp", "tool_label", "tool_outcome"]
+
+
+def tool_label(name: str, arguments: Mapping[str, Any] | None, workspace: str | None) -> str:
+    """``read_file notes.txt``, ``bash make test``, ``time.get_current_time`` (MCP)."""
+    activity = retain(0, name, arguments, workspace=workspace)
+    if activity.server is not None:
+        return f"{activity.server}.{activity.tool}"
+    return f"{name} {activity.target}" if activity.target else name
+
+
+def tool_outcome(output: Any, error: str | None) -> str:
+    """``ok``, ``exit 2`` (a command that failed) or ``error: <first line>``."""
+    if error is not None:
+        return f"error: {one_line(error)}"
+    if isinstance(output, Mapping):
+        code = output.get("exit_code")
+        if isinstance(code, int) and not isinstance(code, bool) and code != 0:
+            return f"exit {code}"
+    return "ok"
+
+
+def one_line(text: str, limit: int = 160) -> str:
+    """``text`` on one line, bounded and redacted."""
+    return bound_text(text, limit)
+
+
+def session_lines(loaded: LoadedSession) -> list[str]:
+    """A stored session as text: prompts, prose, one line per tool, diffs, permissions, and each turn's memory."""
+    info = loaded.info
+    head = f"session {info.id}  {info.workspace}  started {timestamp(info.created_at)}"
+    lines = [head + (f"  {info.provider} {info.model}" if info.provider else "")]
+    lines.extend(f"! {problem}" for problem in loaded.problems)
+    for event in loaded.events:
+        data = event.data
+        if event.kind == "user_message":
+            lines.append("")
+            lines.extend("> " + line for line in str(data.get("content", "")).splitlines() or [""])
+        elif event.kind == "assistant_turn":
+            lines.extend(_turn_lines(data))
+        elif event.kind == "pending_drop":
+            memory = data.get("message", {}).get("turn_memory", {"tool_activity": []})
+            lines.append(
+                f"[pending state dropped ({data.get('reason', '')}); its memory: {_compact(memory)}]"
+            )
+    return lines
+
+
+def _turn_lines(data: Mapping[str, Any]) -> list[str]:
+    items = [item for item in data.get("transcript", []) if isinstance(item, Mapping)]
+    attached: dict[str, list[Mapping[str, Any]]] = {}
+    for item in items:
+        if item.get("kind") in ("diff", "permission"):
+            attached.setdefault(str(item.get("call_id")), []).append(item)
+    lines: list[str] = []
+    for item in items:
+        kind = item.get("kind")
+        if kind == "text":
+            lines.extend(str(item.get("text", "")).splitlines())
+        elif kind == "tool":
+            for extra in attached.pop(str(item.get("call_id")), []):
+                lines.extend(_attached_lines(extra))
+            lines.append("  " + _tool_line(item))
+    for leftovers in attached.values():
+        for extra in leftovers:
+            lines.extend(_attached_lines(extra))
+    status = data.get("status")
+    if status != "done":
+        lines.append(f"[turn {status}: {one_line(str(data.get('error') or data.get('reason') or ''))}]")
+    memory = data.get("message", {}).get("turn_memory")
+    if memory:
+        lines.append("  memory:")
+        lines.extend(f"    {_compact(activity)}" for activity in memory.get("tool_activity", []))
+    return lines
+
+
+def _tool_line(item: Mapping[str, Any]) -> str:
+    label = f"{item['server']}.{item.get('tool')}" if item.get("server") else str(item.get("name", "?"))
+    if item.get("target"):
+        label += f" {item['target']}"
+    status = str(item.get("status", ""))
+    if status == "error":
+        status = f"error: {one_line(str(item.get('preview', '')))}"
+    elif item.get("exit_code"):
+        status = f"exit {item['exit_code']}"
+    elif status == "success":
+        status = "ok"
+    took = f" ({item['duration']:.1f}s)" if isinstance(item.get("duration"), int | float) else ""
+    return f"{label} -> {status}{took}"
+
+
+def _attached_lines(item: Mapping[str, Any]) -> list[str]:
+    if item.get("kind") == "permission":
+        return [f"  permission {item.get('decision')}: {item.get('summary')}"]
+    return ["  | " + line for line in str(item.get("diff", "")).splitlines()]
+
+
+def timestamp(seconds: float) -> str:
+    """Local time, to the minute."""
+    return time.strftime("%Y-%m-%d %H:%M", time.localtime(seconds))
+
+
+def _compact(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))

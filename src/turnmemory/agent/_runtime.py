@@ -1,0 +1,72 @@
+"""Opening an agent for a front end: configuration, sessions store, MCP servers; closing them all."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+
+from turnmemory.agent.config import AgentConfig, ConfigError
+from turnmemory.agent.loop import Agent, View
+from turnmemory.agent.permissions import Asker
+from turnmemory.agent.sessions import SessionStore
+
+__all__ = ["open_agent", "pick_session"]
+
+
+def pick_session(store: SessionStore, workspace: str, session: str | None, latest: bool) -> str | None:
+    """The session to resume: ``session`` (an id or unique prefix), the workspace's latest, or none."""
+    if session:
+        try:
+            return store.resolve(session)
+        except KeyError as error:
+            raise ConfigError(str(error.args[0])) from None
+    if latest:
+        found = store.latest(workspace)
+        if found is None:
+            raise ConfigError(f"no session to continue in {workspace}")
+        return found
+    return None
+
+
+@contextmanager
+def open_agent(
+    config: AgentConfig,
+    *,
+    workspace: str,
+    view: View,
+    ask: Asker | None,
+    session: str | None = None,
+    latest: bool = False,
+) -> Iterator[Agent]:
+    """An :class:`Agent` with the store and the configured MCP servers, all closed on exit (Ctrl-C too)."""
+    workspace = os.path.realpath(workspace)
+    if not os.path.isdir(workspace):
+        raise ConfigError(f"workspace is not a directory: {workspace}")
+    with ExitStack() as stack:
+        store = stack.enter_context(SessionStore.open_default())
+        session_id = pick_session(store, workspace, session, latest)
+        extra_tools = []
+        catalogue = ""
+        if config.mcp:
+            from turnmemory.agent.mcp import McpManager, parse_mcp_config
+            from turnmemory.agent.tools.mcp_wrappers import mcp_tools
+
+            try:
+                servers = parse_mcp_config(config.mcp)
+            except ValueError as error:
+                raise ConfigError(f"{config.path or 'config'}: {error}") from None
+            if servers:
+                manager = stack.enter_context(McpManager(servers, spill_dir=store.spill_root / "mcp"))
+                extra_tools = mcp_tools(manager)
+                catalogue = manager.catalogue_text()
+        yield Agent(
+            config,
+            store,
+            workspace=workspace,
+            view=view,
+            ask=ask,
+            session_id=session_id,
+            extra_tools=extra_tools,
+            mcp_catalogue=catalogue,
+        )

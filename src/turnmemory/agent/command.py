@@ -1,0 +1,191 @@
+"""The agent's subcommands: ``run`` (headless), ``chat`` (the REPL), ``sessions`` and ``show``."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from turnmemory.agent._display import session_lines, timestamp
+from turnmemory.agent.config import ConfigError, load_config
+from turnmemory.agent.headless import OutputFormat, RunRequest, run_headless
+from turnmemory.agent.sessions import SessionStore
+
+__all__ = ["register"]
+
+_Provider = Annotated[
+    str | None,
+    typer.Option(
+        "--provider",
+        help="anthropic, openai_chat, openai_responses, gemini or bedrock (default: config, then anthropic).",
+    ),
+]
+_Model = Annotated[
+    str | None, typer.Option("--model", help="Model name (default: config, then the provider's default).")
+]
+_BaseUrl = Annotated[
+    str | None, typer.Option("--base-url", help="Provider endpoint (an OpenAI-compatible server...).")
+]
+_Config = Annotated[
+    Path | None,
+    typer.Option("--config", help="Config file (default: $TURNMEMORY_CONFIG or the user config)."),
+]
+_Workspace = Annotated[
+    Path | None, typer.Option("--workspace", help="Workspace directory (default: the current one).")
+]
+_Allow = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--allow",
+        help="Permission rule, repeatable: bash, 'bash:git *', write, edit, read, web, mcp, all, dangerous.",
+    ),
+]
+
+
+def _fail(message: str) -> typer.Exit:
+    print(f"turnmemory: {message}", file=sys.stderr)
+    return typer.Exit(2)
+
+
+def _workspace(path: Path | None) -> str:
+    return os.path.realpath(path if path is not None else os.getcwd())
+
+
+def run(
+    prompt: Annotated[str, typer.Argument(help="The prompt; '-' reads it from stdin.")],
+    session: Annotated[
+        str | None, typer.Option("--session", help="Continue this session (id or prefix).")
+    ] = None,
+    continue_: Annotated[
+        bool, typer.Option("--continue", help="Continue the workspace's latest session.")
+    ] = False,
+    provider: _Provider = None,
+    model: _Model = None,
+    base_url: _BaseUrl = None,
+    output: Annotated[str, typer.Option("--format", help="text or json.")] = "text",
+    allow: _Allow = None,
+    config: _Config = None,
+    workspace: _Workspace = None,
+) -> None:
+    """Run one turn headless: prose to stdout, one line per tool to stderr."""
+    if output not in ("text", "json"):
+        raise _fail(f"--format: expected text or json, got {output!r}")
+    if session and continue_:
+        raise _fail("--session and --continue exclude each other")
+    text = sys.stdin.read() if prompt == "-" else prompt
+    if not text.strip():
+        raise _fail("the prompt is empty")
+    form: OutputFormat = "json" if output == "json" else "text"
+    try:
+        settings = load_config(
+            provider=provider, model=model, base_url=base_url, allow=allow or (), config_path=config
+        )
+        request = RunRequest(
+            prompt=text, workspace=_workspace(workspace), session=session, latest=continue_, output=form
+        )
+        status = run_headless(settings, request)
+    except ConfigError as error:
+        raise _fail(str(error)) from None
+    except KeyboardInterrupt:
+        print("turnmemory: interrupted", file=sys.stderr)
+        raise typer.Exit(130) from None
+    raise typer.Exit(status)
+
+
+def chat(
+    resume: Annotated[
+        str | None,
+        typer.Option(
+            "--resume", help="Resume a session: its id, or 'latest' for the workspace's most recent."
+        ),
+    ] = None,
+    provider: _Provider = None,
+    model: _Model = None,
+    base_url: _BaseUrl = None,
+    allow: _Allow = None,
+    config: _Config = None,
+    workspace: _Workspace = None,
+) -> None:
+    """Chat with the agent in the terminal."""
+    from turnmemory.agent.repl import run_chat
+
+    try:
+        settings = load_config(
+            provider=provider, model=model, base_url=base_url, allow=allow or (), config_path=config
+        )
+        status = run_chat(
+            settings,
+            workspace=_workspace(workspace),
+            session=None if resume in (None, "latest") else resume,
+            latest=resume == "latest",
+        )
+    except ConfigError as error:
+        raise _fail(str(error)) from None
+    raise typer.Exit(status)
+
+
+def sessions(
+    workspace: _Workspace = None,
+    limit: Annotated[int, typer.Option("--limit", min=1, help="How many sessions to list.")] = 20,
+    output: Annotated[str, typer.Option("--format", help="text or json.")] = "text",
+) -> None:
+    """List stored sessions, most recently active first (all workspaces unless --workspace is given)."""
+    with SessionStore.open_default() as store:
+        found = store.sessions(_workspace(workspace) if workspace is not None else None, limit=limit)
+    if output == "json":
+        rows = [
+            {
+                "id": s.id,
+                "workspace": s.workspace,
+                "started": s.created_at,
+                "updated": s.updated_at,
+                "turns": s.turns,
+                "last_prompt": s.last_prompt,
+            }
+            for s in found
+        ]
+        print(json.dumps(rows, ensure_ascii=False))
+        return
+    if not found:
+        print("no sessions")
+        return
+    print(f"{'ID':<10}{'STARTED':<18}{'TURNS':>5}  {'WORKSPACE':<30}  LAST PROMPT")
+    for s in found:
+        prompt = " ".join((s.last_prompt or "").split())
+        print(f"{s.id[:8]:<10}{timestamp(s.created_at):<18}{s.turns:>5}  {s.workspace:<30}  {prompt[:60]}")
+
+
+def show(
+    session_id: Annotated[str, typer.Argument(metavar="ID", help="Session id or unique prefix.")],
+    output: Annotated[str, typer.Option("--format", help="text or json (the stored events).")] = "text",
+) -> None:
+    """Print a session's transcript with each turn's TurnMemory."""
+    with SessionStore.open_default() as store:
+        try:
+            loaded = store.load(store.resolve(session_id))
+        except KeyError as error:
+            raise _fail(str(error.args[0])) from None
+    if output == "json":
+        events = [{"seq": e.seq, "kind": e.kind, "created_at": e.created_at, **e.data} for e in loaded.events]
+        print(
+            json.dumps(
+                {"id": loaded.info.id, "workspace": loaded.info.workspace, "events": events},
+                ensure_ascii=False,
+            )
+        )
+        return
+    for problem in loaded.problems:
+        print(f"turnmemory: {problem}", file=sys.stderr)
+    print("\n".join(session_lines(loaded)))
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``run``, ``chat``, ``sessions`` and ``show`` to the ``turnmemory`` command."""
+    app.command("run")(run)
+    app.command("chat")(chat)
+    app.command("sessions")(sessions)
+    app.command("show")(show)

@@ -1,0 +1,121 @@
+"""``turnmemory run``: one turn without a terminal UI, for scripts and benchmarks.
+
+Text mode streams the prose to stdout and one line per tool to stderr, then the session id on
+stderr. JSON mode prints one object on stdout at the end::
+
+    {"session_id": "...", "status": "done", "text": "...", "usage": {...},
+     "turn_memory": {"tool_activity": [...]}, "error": null}
+
+Nothing waits for input: a permission no ``--allow`` rule grants is denied with a reason the model
+sees. The exit status is 0 when the turn is done, 1 when it is incomplete, interrupted or failed
+(with the reason in one line on stderr), 2 for bad usage or configuration.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Literal, TextIO
+
+from turnmemory.agent._display import one_line, tool_label, tool_outcome
+from turnmemory.agent._runtime import open_agent
+from turnmemory.agent.config import AgentConfig
+from turnmemory.agent.loop import TurnOutcome
+from turnmemory.llm import Event
+
+__all__ = ["HeadlessView", "OutputFormat", "run_headless"]
+
+OutputFormat = Literal["text", "json"]
+
+
+class HeadlessView:
+    """Streams prose to ``out`` (text mode) and one line per tool, retry and notice to ``err``."""
+
+    def __init__(self, workspace: str, *, stream_prose: bool, out: TextIO, err: TextIO) -> None:
+        self.workspace = workspace
+        self.stream_prose = stream_prose
+        self.out = out
+        self.err = err
+        self.wrote_prose = False
+        self._calls: dict[str, Mapping[str, Any]] = {}
+
+    def event(self, event: Event, elapsed: float | None) -> None:
+        """Show one event."""
+        if event.kind == "text" and self.stream_prose:
+            self.out.write(event.text)
+            self.out.flush()
+            self.wrote_prose = self.wrote_prose or bool(event.text)
+        elif event.kind == "tool_start":
+            self._calls[event.call_id] = event.arguments or {}
+        elif event.kind == "tool_end":
+            label = tool_label(event.name, self._calls.pop(event.call_id, {}), self.workspace)
+            took = f" ({elapsed:.1f}s)" if elapsed is not None else ""
+            self.err.write(f"{label} -> {tool_outcome(event.output, event.error)}{took}\n")
+            self.err.flush()
+        elif event.kind == "retry":
+            self.err.write(f"retrying (attempt {event.attempt}): {one_line(event.error or '')}\n")
+
+    def diff(self, call_id: str, diff: str) -> None:
+        """Diffs are not shown headless (the session transcript keeps them)."""
+
+    def notice(self, text: str) -> None:
+        """A note on stderr."""
+        self.err.write(f"turnmemory: {text}\n")
+
+
+@dataclass(frozen=True, slots=True)
+class RunRequest:
+    """What ``turnmemory run`` was asked to do."""
+
+    prompt: str
+    workspace: str
+    session: str | None = None
+    latest: bool = False
+    output: OutputFormat = "text"
+
+
+def run_headless(
+    config: AgentConfig, request: RunRequest, *, out: TextIO = sys.stdout, err: TextIO = sys.stderr
+) -> int:
+    """Run one turn; the process exit status. ``ConfigError`` propagates for the caller to report."""
+    view = HeadlessView(request.workspace, stream_prose=request.output == "text", out=out, err=err)
+    with open_agent(
+        config,
+        workspace=request.workspace,
+        view=view,
+        ask=None,
+        session=request.session,
+        latest=request.latest,
+    ) as agent:
+        outcome = agent.turn(request.prompt)
+        session_id = agent.session_id
+    if request.output == "json":
+        out.write(json.dumps(_json_result(session_id, outcome), ensure_ascii=False) + "\n")
+    else:
+        if view.wrote_prose:
+            out.write("\n")
+        err.write(f"session {session_id}\n")
+    if outcome.status != "done":
+        err.write(
+            f"turnmemory: turn {outcome.status}: {one_line(outcome.error or outcome.reason or 'no reason given', 300)}\n"
+        )
+        return 1
+    return 0
+
+
+def _json_result(session_id: str, outcome: TurnOutcome) -> dict[str, Any]:
+    memory = outcome.message.turn_memory
+    return {
+        "session_id": session_id,
+        "status": outcome.status,
+        "text": outcome.message.content,
+        "usage": {
+            "input_tokens": outcome.usage.input_tokens,
+            "output_tokens": outcome.usage.output_tokens,
+            "cached_tokens": outcome.usage.cached_tokens,
+        },
+        "turn_memory": memory.to_dict() if memory is not None else {"tool_activity": []},
+        "error": outcome.error,
+    }

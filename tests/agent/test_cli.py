@@ -1,0 +1,288 @@
+"""``turnmemory run``, ``sessions`` and ``show`` as subprocesses against the fake server in this process."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from tests.agent._support import KEY_VARIABLES, body_text, conversation_of, expected_request
+
+from turnmemory import Message, ToolActivity, TurnMemory
+from turnmemory.agent.loop import Agent
+from turnmemory.agent.prompt import system_prompt
+from turnmemory.agent.sessions import SessionStore
+from turnmemory.testing import Failure, FakeProviderServer, Reply, ToolCall
+
+FILE_SECRET = "DISTINCTIVE-FILE-CONTENT-51b0"
+OUTPUT_SECRET = "RAW-COMMAND-OUTPUT-e4d8"
+COMMAND = "printf 'RAW-COMMAND-OUTPUT-%s' e4d8; exit 4"
+
+Run = Callable[..., subprocess.CompletedProcess[str]]
+
+
+@pytest.fixture
+def cli(data_dir: Path, workspace: Path, tmp_path: Path) -> Run:
+    """``cli(*args)``: run ``turnmemory`` in the workspace with an isolated data and config directory."""
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if not key.startswith("TURNMEMORY_") and key not in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY")
+    }
+    env.update(
+        TURNMEMORY_DATA_DIR=str(data_dir),
+        XDG_CONFIG_HOME=str(tmp_path / "config"),
+        ANTHROPIC_API_KEY="test-key",
+        OPENAI_API_KEY="test-key",
+    )
+
+    def run(
+        *args: str, expect: int | None = 0, extra_env: dict[str, str] | None = None
+    ) -> subprocess.CompletedProcess[str]:
+        done = subprocess.run(
+            [sys.executable, "-m", "turnmemory.cli", *args],
+            cwd=workspace,
+            env={**env, **(extra_env or {})},
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+        if expect is not None:
+            assert done.returncode == expect, done.stderr
+        return done
+
+    run.env = env  # type: ignore[attr-defined]
+    return run
+
+
+def _files(workspace: Path) -> None:
+    (workspace / "notes.txt").write_text(f"{FILE_SECRET}\n")
+    (workspace / "app.py").write_text("value = 1\n")
+
+
+def _session_of(stderr: str) -> str:
+    lines = [line for line in stderr.splitlines() if line.startswith("session ")]
+    assert lines, stderr
+    return lines[-1].split()[1]
+
+
+@pytest.mark.parametrize("provider", ["anthropic", "openai_chat"])
+def test_a_three_turn_session_through_the_command_line(
+    provider: str, cli: Run, server: FakeProviderServer, workspace: Path
+) -> None:
+    _files(workspace)
+    server.push(
+        Reply(text="Reading notes.", tool_calls=[ToolCall("read_file", {"path": "notes.txt"})]),
+        Reply(text="They say hello."),
+        Reply(
+            text="Editing.",
+            tool_calls=[
+                ToolCall("edit_file", {"path": "app.py", "oldString": "value = 1", "newString": "value = 22"})
+            ],
+        ),
+        Reply(text="Checking.", tool_calls=[ToolCall("bash", {"command": COMMAND})]),
+        Reply(text="It failed."),
+        Reply(text="Summary."),
+    )
+    common = ["--provider", provider, "--base-url", server.base_url(provider)]
+    first = cli("run", *common, "look at the notes")
+    assert first.stdout == "Reading notes.They say hello.\n"
+    assert "read_file notes.txt -> ok" in first.stderr
+    session = _session_of(first.stderr)
+
+    second = cli("run", *common, "--continue", "--allow", "edit", "--allow", "bash", "bump the value")
+    assert "edit_file app.py -> ok" in second.stderr
+    assert f"bash {COMMAND} -> exit 4" in second.stderr
+    assert _session_of(second.stderr) == session
+    assert (workspace / "app.py").read_text() == "value = 22\n"
+
+    third = cli("run", *common, "--session", session[:8], "--format", "json", "summarize")
+    result = json.loads(third.stdout)
+    assert result == {
+        "session_id": session,
+        "status": "done",
+        "text": "Summary.",
+        "usage": {"input_tokens": 10, "output_tokens": 5, "cached_tokens": 0},
+        "turn_memory": {"tool_activity": []},
+        "error": None,
+    }
+
+    system = Message(role="system", content=system_prompt(str(workspace)))
+    turn_1 = Message(
+        role="assistant",
+        content="Reading notes.They say hello.",
+        turn_memory=TurnMemory((ToolActivity(text_offset=14, tool="read_file", target="notes.txt"),)),
+    )
+    turn_2 = Message(
+        role="assistant",
+        content="Editing.Checking.It failed.",
+        turn_memory=TurnMemory(
+            (
+                ToolActivity(text_offset=8, tool="edit_file", target="app.py", file_changed="app.py"),
+                ToolActivity(
+                    text_offset=17, tool="bash", target=COMMAND, failed_command=COMMAND, exit_code=4
+                ),
+            )
+        ),
+    )
+    users = [
+        Message(role="user", content=text) for text in ("look at the notes", "bump the value", "summarize")
+    ]
+    bodies = [request.body for request in server.requests]
+    second_request = expected_request(provider, [system, users[0], turn_1, users[1]])
+    assert conversation_of(bodies[2], second_request) == second_request
+    third_request = expected_request(provider, [system, users[0], turn_1, users[1], turn_2, users[2]])
+    assert conversation_of(bodies[5], third_request) == third_request
+    assert FILE_SECRET in body_text(bodies[1]) and OUTPUT_SECRET in body_text(bodies[4])
+    for later in (bodies[2], bodies[5]):
+        assert FILE_SECRET not in body_text(later)
+        assert OUTPUT_SECRET not in body_text(later)
+
+
+def test_resuming_in_a_new_process_sends_what_the_live_session_sends(
+    cli: Run, server: FakeProviderServer, workspace: Path, make_agent: Callable[..., Agent]
+) -> None:
+    _files(workspace)
+    server.push(
+        Reply(text="Reading.", tool_calls=[ToolCall("read_file", {"path": "notes.txt"})]),
+        Reply(text="Read."),
+        Reply(text="Again."),
+        Reply(text="Again."),
+    )
+    live = make_agent("openai_chat")
+    live.turn("look at the notes")
+    common = [
+        "--provider",
+        "openai_chat",
+        "--base-url",
+        server.base_url("openai_chat"),
+        "--model",
+        live.config.model,
+    ]
+    cli("run", *common, "--session", live.session_id, "next")
+    live.turn("next")
+    resumed, in_process = server.requests[-2:]
+    assert resumed.body == in_process.body
+    assert resumed.body["prompt_cache_key"] == live.session_id
+    assert "historical_2_0" in body_text(resumed.body) and FILE_SECRET not in body_text(resumed.body)
+
+
+def test_an_incomplete_turn_is_history_for_the_next_process(
+    cli: Run, server: FakeProviderServer, workspace: Path
+) -> None:
+    _files(workspace)
+    server.push(
+        Reply(text="Reading.", tool_calls=[ToolCall("read_file", {"path": "notes.txt"})]),
+        Failure(400, "stream broke", mid_stream=True, partial_text="Half"),
+        Reply(text="Carrying on."),
+    )
+    common = ["--provider", "openai_chat", "--base-url", server.base_url("openai_chat")]
+    failed = cli("run", *common, "read the notes", expect=1)
+    last = failed.stderr.strip().splitlines()[-1]
+    assert last.startswith("turnmemory: turn incomplete: ") and "stream broke" in last
+    cli("run", *common, "--continue", "go on")
+    partial = Message(
+        role="assistant",
+        content="Reading.Half",
+        turn_memory=TurnMemory((ToolActivity(text_offset=8, tool="read_file", target="notes.txt"),)),
+    )
+    system = Message(role="system", content=system_prompt(str(workspace)))
+    history = [
+        system,
+        Message(role="user", content="read the notes"),
+        partial,
+        Message(role="user", content="go on"),
+    ]
+    expected = expected_request("openai_chat", history)
+    assert conversation_of(server.requests[-1].body, expected) == expected
+    assert FILE_SECRET not in body_text(server.requests[-1].body)
+
+
+def test_a_dangerous_command_is_refused_headless_without_allow_dangerous(
+    cli: Run, server: FakeProviderServer, workspace: Path
+) -> None:
+    (workspace / "build").mkdir()
+    server.push(
+        Reply(text="Cleaning.", tool_calls=[ToolCall("bash", {"command": "rm -rf build"})]),
+        Reply(text="I could not clean."),
+    )
+    done = cli(
+        "run",
+        "--provider",
+        "openai_chat",
+        "--base-url",
+        server.base_url("openai_chat"),
+        "--allow",
+        "bash",
+        "clean up",
+    )
+    assert (workspace / "build").is_dir()
+    assert "bash rm -rf build -> error: permission denied: refused dangerous command" in done.stderr
+    assert "refused dangerous command (recursive force delete)" in body_text(server.requests[1].body)
+
+
+def test_a_session_killed_mid_turn_keeps_its_completed_turns(
+    cli: Run, server: FakeProviderServer, workspace: Path, data_dir: Path
+) -> None:
+    pid_file = workspace / "sleeper.pid"
+    server.push(
+        Reply(text="First answer."),
+        Reply(
+            text="Waiting.",
+            tool_calls=[ToolCall("bash", {"command": f"echo $$ > {pid_file}; exec sleep 60"})],
+        ),
+    )
+    url = server.base_url("anthropic")
+    session = _session_of(cli("run", "--base-url", url, "first").stderr)
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "turnmemory.cli",
+            "run",
+            "--base-url",
+            url,
+            "--continue",
+            "--allow",
+            "bash",
+            "second",
+        ],
+        cwd=workspace,
+        env=cli.env,  # type: ignore[attr-defined]
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while not pid_file.exists() or not pid_file.read_text().strip():
+            assert time.monotonic() < deadline, "the command never started"
+            time.sleep(0.05)
+    finally:
+        process.kill()
+        process.wait()
+        os.kill(int(pid_file.read_text()), signal.SIGKILL)
+    with SessionStore(data_dir / "sessions.sqlite3") as store:
+        loaded = store.load(session)
+    assert [m.content for m in loaded.messages] == ["first", "First answer.", "second"]
+    assert loaded.problems == ()
+
+    listed = json.loads(cli("sessions", "--format", "json").stdout)
+    assert [(row["id"], row["turns"], row["last_prompt"]) for row in listed] == [(session, 1, "second")]
+    shown = cli("show", session[:6]).stdout
+    assert "> first\nFirst answer.\n" in shown and shown.rstrip().endswith("> second")
+
+
+def test_a_missing_key_is_a_one_line_error(cli: Run, server: FakeProviderServer) -> None:
+    done = cli("run", "--provider", "gemini", "hello", expect=2)
+    assert (
+        done.stderr
+        == f"turnmemory: missing API key for gemini: set {KEY_VARIABLES['gemini']} or GOOGLE_API_KEY or [providers.gemini] api_key\n"
+    )
+    assert server.requests == []
