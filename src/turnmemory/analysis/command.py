@@ -36,6 +36,7 @@ __all__ = ["OutputFormat", "TokenizerChoice", "analyze", "analyze_paths", "regis
 _PROGRESS_MIN_SESSIONS = 50
 _MAX_PROBLEM_LINES = 20
 _MAX_SKIPPED_KINDS = 8
+_TABLE_SESSIONS = 10
 
 
 class OutputFormat(StrEnum):
@@ -86,7 +87,7 @@ def analyze(
     elif output is OutputFormat.markdown:
         typer.echo(render_markdown(report), nl=False)
     else:
-        print_table(report)
+        print_table(report, sessions=_TABLE_SESSIONS)
     if plot is not None:
         from turnmemory.analysis._plot import plot_report
 
@@ -174,6 +175,9 @@ def print_table(report: Report, *, sessions: int | None = None) -> None:
         for row in rows:
             table.add_row(*row)
         console.print(table)
+    hidden = len(multi) - (len(multi) if sessions is None else min(sessions, len(multi)))
+    if hidden:
+        console.print(f"{hidden} more multi-turn sessions: see --format markdown or json")
 
 
 def _warn(message: str) -> None:
