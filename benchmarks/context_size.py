@@ -82,6 +82,12 @@ Trap paper); `anthropic_clear` is Anthropic's `clear_tool_uses_20250919` with it
 
 {table}
 
+![History carried at each user turn, by strategy](context.png)
+
+The plot shows the six longest sessions (by user turns): the size of the first request of each user
+turn. Where a strategy never fires (`anthropic_clear` below its trigger, `opencode_prune` below its
+protected budget) its line lies on the full trace's.
+
 Measured with `{command}` on {date}; per-format tables and the method are in `benchmarks/RESULTS.md`.
 """
 
