@@ -97,12 +97,13 @@ def run(
 
 
 def chat(
-    resume: Annotated[
+    session_id: Annotated[
         str | None,
-        typer.Option(
-            "--resume", help="Resume a session: its id, or 'latest' for the workspace's most recent."
-        ),
+        typer.Argument(metavar="[ID]", help="With --resume: the session to resume (id or prefix)."),
     ] = None,
+    resume: Annotated[
+        bool, typer.Option("--resume", help="Resume session ID, or without ID the workspace's latest.")
+    ] = False,
     provider: _Provider = None,
     model: _Model = None,
     base_url: _BaseUrl = None,
@@ -110,9 +111,11 @@ def chat(
     config: _Config = None,
     workspace: _Workspace = None,
 ) -> None:
-    """Chat with the agent in the terminal."""
+    """Chat with the agent in the terminal: turnmemory chat [--resume [ID]]."""
     from turnmemory.agent.repl import run_chat
 
+    if session_id is not None and not resume:
+        raise _fail(f"to resume session {session_id!r} use: turnmemory chat --resume {session_id}")
     try:
         settings = load_config(
             provider=provider, model=model, base_url=base_url, allow=allow or (), config_path=config
@@ -120,8 +123,8 @@ def chat(
         status = run_chat(
             settings,
             workspace=_workspace(workspace),
-            session=None if resume in (None, "latest") else resume,
-            latest=resume == "latest",
+            session=session_id,
+            latest=resume and session_id is None,
         )
     except ConfigError as error:
         raise _fail(str(error)) from None

@@ -1,0 +1,425 @@
+"""``turnmemory chat``: the interactive REPL (prompt_toolkit for input, rich for output).
+
+The screen shows the original prose (as markdown), one status line per tool with its duration,
+coloured diffs before a write or edit is allowed, and a spinner while waiting. It never shows the
+reconstructed historical blocks; ``/context`` says what the next request carries and ``/memory``
+what TurnMemory kept.
+
+Ctrl-C during a turn interrupts it (its work stays pending for the next turn); a second Ctrl-C at
+the prompt exits. Enter sends; Esc then Enter (or Alt-Enter) inserts a newline.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from prompt_toolkit import PromptSession
+from prompt_toolkit.completion import CompleteEvent, Completer, Completion
+from prompt_toolkit.document import Document
+from prompt_toolkit.history import FileHistory
+from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
+from rich.console import Console
+from rich.live import Live
+from rich.markdown import Markdown
+from rich.markup import escape
+from rich.status import Status
+from rich.table import Table
+from rich.text import Text
+
+from turnmemory.agent._display import one_line, session_lines, timestamp, tool_label, tool_outcome
+from turnmemory.agent._runtime import open_agent
+from turnmemory.agent.config import AgentConfig, ConfigError
+from turnmemory.agent.loop import Agent
+from turnmemory.agent.permissions import Access, Answer
+from turnmemory.agent.sessions import data_dir
+from turnmemory.llm import Event
+
+__all__ = ["COMMANDS", "ReplCompleter", "ReplView", "run_chat"]
+
+COMMANDS: Mapping[str, str] = {
+    "/help": "show this help",
+    "/new": "start a new session",
+    "/clear": "clear the screen and start a new session",
+    "/resume": "resume a session: /resume [ID] (default: the latest other one here)",
+    "/sessions": "list this workspace's sessions",
+    "/model": "show or switch the model: /model [PROVIDER] MODEL",
+    "/memory": "this session's TurnMemory",
+    "/context": "what the next request will carry, by layer",
+    "/exit": "leave (also Ctrl-D)",
+}
+"""The slash commands and what they do."""
+
+_REFRESH_SECONDS = 0.08
+
+
+class ReplView:
+    """Renders a turn on a rich console: markdown prose, tool lines, diffs, a spinner."""
+
+    def __init__(self, console: Console, workspace: str) -> None:
+        self.console = console
+        self.workspace = workspace
+        self._prose = ""
+        self._live: Live | None = None
+        self._refreshed = 0.0
+        self._status: Status | None = None
+        self._calls: dict[str, str] = {}
+
+    # -- View --------------------------------------------------------------------------------------
+
+    def event(self, event: Event, elapsed: float | None) -> None:
+        """Show one turn event."""
+        if event.kind == "text":
+            self._text(event.text)
+        elif event.kind == "tool_start":
+            self.end_prose()
+            label = tool_label(event.name, event.arguments, self.workspace)
+            self._calls[event.call_id] = label
+            self.wait(f"running {label}")
+        elif event.kind == "tool_end":
+            self.pause()
+            self._tool_line(self._calls.pop(event.call_id, event.name), event.output, event.error, elapsed)
+            self.wait("thinking")
+        elif event.kind == "retry":
+            self.end_prose()
+            self.console.print(
+                f"[yellow]retrying (attempt {event.attempt}): {escape(one_line(event.error or ''))}[/]"
+                "[dim] (text streamed by the failed attempt is discarded)[/]"
+            )
+            self.wait("retrying")
+        elif event.terminal:
+            self.end_prose()
+            self.pause()
+            if event.kind != "done":
+                self.console.print(
+                    f"[red]turn {event.kind}: {escape(one_line(event.error or event.reason or ''))}[/]"
+                )
+                self.console.print("[dim]its work is kept for your next message[/]")
+
+    def diff(self, call_id: str, diff: str) -> None:
+        """A coloured diff, before the permission prompt."""
+        self.end_prose()
+        self.pause()
+        text = Text()
+        for line in diff.splitlines():
+            style = (
+                "bold"
+                if line.startswith(("+++", "---"))
+                else "green"
+                if line.startswith("+")
+                else "red"
+                if line.startswith("-")
+                else "cyan"
+                if line.startswith("@@")
+                else ""
+            )
+            text.append(line + "\n", style=style)
+        self.console.print(text, end="")
+
+    def notice(self, text: str) -> None:
+        """A dim note."""
+        self.end_prose()
+        self.pause()
+        self.console.print(f"[dim yellow]{escape(text)}[/]")
+
+    # -- pieces ------------------------------------------------------------------------------------
+
+    def wait(self, what: str) -> None:
+        """Show the spinner with ``what``."""
+        if self._live is not None:
+            return
+        if self._status is None:
+            self._status = self.console.status(f"[dim]{escape(what)}…[/]", spinner="dots")
+            self._status.start()
+        else:
+            self._status.update(f"[dim]{escape(what)}…[/]")
+
+    def pause(self) -> None:
+        """Stop the spinner (before printing, prompting or streaming prose)."""
+        if self._status is not None:
+            self._status.stop()
+            self._status = None
+
+    def end_prose(self) -> None:
+        """Finish the prose being streamed: its final markdown rendering stays on screen."""
+        if self._live is not None:
+            self._live.update(Markdown(self._prose), refresh=True)
+            self._live.stop()
+            self._live = None
+        self._prose = ""
+
+    def _text(self, chunk: str) -> None:
+        self.pause()
+        self._prose += chunk
+        if self._live is None:
+            self._live = Live(
+                Markdown(self._prose), console=self.console, auto_refresh=False, vertical_overflow="visible"
+            )
+            self._live.start()
+        now = time.monotonic()
+        if now - self._refreshed >= _REFRESH_SECONDS:
+            self._live.update(Markdown(self._prose), refresh=True)
+            self._refreshed = now
+
+    def _tool_line(self, label: str, output: Any, error: str | None, elapsed: float | None) -> None:
+        outcome = tool_outcome(output, error)
+        colour = "green" if outcome == "ok" else "yellow" if outcome.startswith("exit") else "red"
+        took = f" [dim]{elapsed:.1f}s[/]" if elapsed is not None else ""
+        self.console.print(f"[{colour}]●[/] {escape(label)} [{colour}]{escape(outcome)}[/]{took}")
+
+
+class ReplCompleter(Completer):
+    """Completes slash commands at the start of the input and ``@path`` mentions anywhere."""
+
+    def __init__(self, workspace: str) -> None:
+        self.workspace = workspace
+
+    def get_completions(self, document: Document, complete_event: CompleteEvent) -> Iterable[Completion]:
+        """Completions for the word before the cursor."""
+        before = document.text_before_cursor
+        word = before.split()[-1] if before and not before[-1].isspace() else ""
+        if before.startswith("/") and " " not in before:
+            for command, meaning in COMMANDS.items():
+                if command.startswith(before):
+                    yield Completion(command, start_position=-len(before), display_meta=meaning)
+        elif word.startswith("@"):
+            yield from self._paths(word[1:])
+
+    def _paths(self, partial: str) -> Iterable[Completion]:
+        head, _, stem = partial.rpartition("/")
+        directory = os.path.realpath(os.path.join(self.workspace, head))
+        if not (directory == self.workspace or directory.startswith(self.workspace + os.sep)):
+            return
+        try:
+            entries = sorted(os.scandir(directory), key=lambda entry: entry.name)
+        except OSError:
+            return
+        for entry in entries:
+            if (
+                entry.name.startswith(stem)
+                and entry.name != ".git"
+                and (stem or not entry.name.startswith("."))
+            ):
+                name = f"{head}/{entry.name}" if head else entry.name
+                suffix = "/" if entry.is_dir() else ""
+                yield Completion(f"@{name}{suffix}", start_position=-len(partial) - 1)
+
+
+class PermissionPrompter:
+    """Asks the user about one access, after the view has shown any diff."""
+
+    def __init__(self, console: Console, view: ReplView) -> None:
+        self.console = console
+        self.view = view
+        self._answers: PromptSession[str] | None = None
+
+    def read(self, message: str) -> str:
+        """One line of input (a session of its own, so answers stay out of the prompt history)."""
+        if self._answers is None:
+            self._answers = PromptSession()
+        return self._answers.prompt(message)
+
+    def __call__(self, access: Access) -> Answer:
+        """One answer; Ctrl-C here interrupts the turn."""
+        self.view.end_prose()
+        self.view.pause()
+        self.console.print(f"[bold yellow]permission[/] {escape(access.summary())}")
+        choices = "[y] once  [n] deny" if access.dangerous else "[y] once  [a] this session  [n] deny"
+        while True:
+            reply = self.read(f"allow? {choices}: ").strip().lower()
+            if reply in ("y", "yes"):
+                return Answer("once")
+            if reply in ("a", "always") and not access.dangerous:
+                return Answer("session")
+            if reply in ("n", "no"):
+                return Answer("deny", self.read("reason for the model (optional): ").strip())
+
+
+class Repl:
+    """The read-eval-print loop over one :class:`Agent`."""
+
+    def __init__(self, agent: Agent, console: Console, view: ReplView, session: PromptSession[str]) -> None:
+        self.agent = agent
+        self.console = console
+        self.view = view
+        self.session = session
+
+    def loop(self) -> int:
+        """Read prompts until ``/exit``, Ctrl-D or a second Ctrl-C; the exit status."""
+        self.console.print(
+            f"[bold]turnmemory[/] [dim]{escape(self.agent.config.provider)} {escape(self.agent.config.model)} · "
+            f"session {self.agent.session_id[:8]} · /help for commands[/]"
+        )
+        interrupted = False  # the last thing that happened was a Ctrl-C: another one exits
+        while True:
+            try:
+                text = self.session.prompt("› ")
+                interrupted = False
+                if text.strip().startswith("/"):
+                    if not self.command(text.strip()):
+                        return 0
+                elif text.strip():
+                    interrupted = self._turn(text)
+            except KeyboardInterrupt:
+                if interrupted:
+                    return 0
+                interrupted = True
+                self.console.print("[dim](Ctrl-C again to exit)[/]")
+            except EOFError:
+                return 0
+
+    def _turn(self, text: str) -> bool:
+        """Run one turn; whether it was interrupted. A Ctrl-C while it is being saved propagates."""
+        try:
+            outcome = self.agent.turn(text)
+        finally:
+            self.view.end_prose()
+            self.view.pause()
+        if outcome.status != "interrupted":
+            return False
+        self.console.print("[yellow]interrupted[/] [dim]- the work so far is kept; Ctrl-C again to exit[/]")
+        return True
+
+    def command(self, line: str) -> bool:
+        """Run one slash command; ``False`` means exit."""
+        name, _, rest = line.partition(" ")
+        argument = rest.strip()
+        try:
+            if name in ("/exit", "/quit"):
+                return False
+            if name == "/help":
+                for command, meaning in COMMANDS.items():
+                    self.console.print(f"  [bold]{command:<10}[/] {meaning}")
+                self.console.print(
+                    "  [dim]@path mentions a file; Esc Enter inserts a newline; Ctrl-C interrupts a turn[/]"
+                )
+            elif name in ("/new", "/clear"):
+                self.agent.new_session()
+                if name == "/clear":
+                    self.console.clear()
+                self.console.print(f"[dim]new session {self.agent.session_id[:8]}[/]")
+            elif name == "/resume":
+                self._resume(argument)
+            elif name == "/sessions":
+                self._sessions()
+            elif name == "/model":
+                self._model(argument)
+            elif name == "/memory":
+                self._memory()
+            elif name == "/context":
+                self._context()
+            else:
+                self.console.print(f"[red]unknown command {escape(name)}[/] [dim](/help lists them)[/]")
+        except (ConfigError, KeyError) as error:
+            message = error.args[0] if isinstance(error, KeyError) and error.args else str(error)
+            self.console.print(f"[red]{escape(str(message))}[/]")
+        return True
+
+    def _resume(self, argument: str) -> None:
+        store = self.agent.store
+        if argument:
+            session_id = store.resolve(argument)
+        else:
+            others = [
+                s.id for s in store.sessions(self.agent.workspace, limit=2) if s.id != self.agent.session_id
+            ]
+            if not others:
+                raise KeyError("no other session in this workspace")
+            session_id = others[0]
+        self.agent.resume(session_id)
+        for line in session_lines(store.load(session_id)):
+            self.console.print(Text(line, style="dim"))
+        self.console.print(f"[dim]resumed session {session_id[:8]}[/]")
+
+    def _sessions(self) -> None:
+        table = Table("id", "started", "turns", "last prompt", box=None)
+        for found in self.agent.store.sessions(self.agent.workspace):
+            marker = " *" if found.id == self.agent.session_id else ""
+            table.add_row(
+                found.id[:8] + marker,
+                timestamp(found.created_at),
+                str(found.turns),
+                one_line(found.last_prompt or "", 60),
+            )
+        self.console.print(table)
+
+    def _model(self, argument: str) -> None:
+        words = argument.split()
+        if not words:
+            self.console.print(f"{self.agent.config.provider} {self.agent.config.model}")
+            return
+        provider, model = (words[0], words[1]) if len(words) > 1 else (None, words[0])
+        if provider is None and ":" in model and model.split(":", 1)[0] in _PROVIDERS:
+            provider, model = model.split(":", 1)
+        self.agent.switch_model(provider, model)
+        self.console.print(f"[dim]now using {self.agent.config.provider} {self.agent.config.model}[/]")
+
+    def _memory(self) -> None:
+        table = Table("turn", "offset", "tool", "status", "target", "outcome", box=None)
+        turn = 0
+        for message in self.agent.messages:
+            if message.role != "assistant":
+                continue
+            turn += 1
+            for activity in message.activities:
+                outcome = activity.file_changed or (
+                    f"{activity.failed_command} (exit {activity.exit_code})" if activity.exit_code else ""
+                )
+                tool = f"{activity.server}.{activity.tool}" if activity.server else activity.tool
+                table.add_row(
+                    str(turn),
+                    str(activity.text_offset),
+                    tool,
+                    activity.status,
+                    activity.target or "",
+                    outcome,
+                )
+        if table.row_count:
+            self.console.print(table)
+        else:
+            self.console.print("[dim]no tool activity retained yet[/]")
+
+    def _context(self) -> None:
+        layers = self.agent.context_layers()
+        table = Table("layer", "bytes", box=None)
+        for layer in layers:
+            table.add_row(layer.name, f"{layer.size:,}")
+        table.add_row("[bold]total[/]", f"[bold]{sum(layer.size for layer in layers):,}[/]")
+        self.console.print(table)
+        self.console.print("[dim]UTF-8 bytes of the provider's JSON; the new message comes on top[/]")
+
+
+_PROVIDERS = ("anthropic", "openai_chat", "openai_responses", "gemini", "bedrock")
+
+
+def _bindings() -> KeyBindings:
+    bindings = KeyBindings()
+
+    @bindings.add("escape", "enter")
+    def _newline(event: KeyPressEvent) -> None:
+        event.current_buffer.insert_text("\n")
+
+    return bindings
+
+
+def run_chat(config: AgentConfig, *, workspace: str, session: str | None, latest: bool) -> int:
+    """Run the REPL; its exit status. ``ConfigError`` propagates for the caller to report."""
+    console = Console(highlight=False)
+    workspace = os.path.realpath(workspace)
+    view = ReplView(console, workspace)
+    ask = PermissionPrompter(console, view)
+    with open_agent(config, workspace=workspace, view=view, ask=ask, session=session, latest=latest) as agent:
+        history_file = data_dir() / "prompt_history"
+        prompt: PromptSession[str] = PromptSession(
+            history=FileHistory(str(history_file)),
+            completer=ReplCompleter(workspace),
+            complete_while_typing=False,
+            key_bindings=_bindings(),
+            multiline=False,
+        )
+        if agent.messages:
+            for line in session_lines(agent.store.load(agent.session_id)):
+                console.print(Text(line, style="dim"))
+        return Repl(agent, console, view, prompt).loop()
