@@ -23,7 +23,7 @@ ECHO = str(Path(__file__).parent / "mcp_servers" / "echo_server.py")
 MARK = "echo-7f3a9c"
 ARGUMENT_SECRET = "PRIVATE-MCP-ARGUMENT-93c1"
 REASON_SECRET = "PRIVATE-MCP-REASON-5d20"
-MODELS = {"anthropic": "claude-sonnet-4-5", "openai_chat": "gpt-4.1"}
+MODELS = {"anthropic": "claude-sonnet-4-5"}
 
 Run = Callable[..., dict[str, Any]]
 
@@ -64,17 +64,11 @@ def run(data_dir: Path, workspace: Path, tmp_path: Path, server: FakeProviderSer
     return for_provider
 
 
-def tool_exchanges(provider: str, body: dict[str, Any]) -> tuple[list[tuple[str, Any]], list[str]]:
-    """The ``(name, arguments)`` of every tool call in a request body, and every tool result's text."""
+def tool_exchanges(body: dict[str, Any]) -> tuple[list[tuple[str, Any]], list[str]]:
+    """The ``(name, input)`` of every tool call in an Anthropic request body, and every tool result's text."""
     calls: list[tuple[str, Any]] = []
     results: list[str] = []
     for message in body["messages"]:
-        if provider == "openai_chat":
-            for call in message.get("tool_calls") or ():
-                calls.append((call["function"]["name"], json.loads(call["function"]["arguments"])))
-            if message["role"] == "tool":
-                results.append(message["content"])
-            continue
         for block in message["content"] if isinstance(message["content"], list) else ():
             if block["type"] == "tool_use":
                 calls.append((block["name"], block["input"]))
@@ -86,91 +80,59 @@ def tool_exchanges(provider: str, body: dict[str, Any]) -> tuple[list[tuple[str,
     return calls, results
 
 
-ECHO_SERVER = f"[mcp.servers.echo]\ncommand = {json.dumps(sys.executable)}\nargs = [{json.dumps(ECHO)}]\n"
+SERVERS = (
+    f"[mcp.servers.echo]\ncommand = {json.dumps(sys.executable)}\nargs = [{json.dumps(ECHO)}]\n\n"
+    f"[mcp.servers.time]\ncommand = {json.dumps(sys.executable)}\n"
+    'args = ["-m", "mcp_server_time", "--local-timezone", "UTC"]\n'
+)
 
 
-@pytest.mark.parametrize("provider", ["anthropic", "openai_chat"])
+def mcp_call(server: str, tool: str, arguments: dict[str, Any]) -> ToolCall:
+    return ToolCall("call_mcp_tool", {"server": server, "tool": tool, "arguments": arguments})
+
+
 def test_mcp_calls_run_in_the_turn_and_replay_as_status_only(
-    provider: str, server: FakeProviderServer, run: Callable[..., Run]
+    server: FakeProviderServer, run: Callable[..., Run]
 ) -> None:
-    turn = run(provider, ECHO_SERVER)
+    turn = run("anthropic", SERVERS)
     server.push(
+        Reply(text="Echoing first.", tool_calls=[mcp_call("echo", "echo", {"text": ARGUMENT_SECRET})]),
         Reply(
-            text="Echoing first.",
-            tool_calls=[
-                ToolCall(
-                    "call_mcp_tool",
-                    {"server": "echo", "tool": "echo", "arguments": {"text": ARGUMENT_SECRET}},
-                )
-            ],
+            text=" Now the failing one.", tool_calls=[mcp_call("mcp:echo", "fail", {"reason": REASON_SECRET})]
         ),
         Reply(
-            text=" Now the failing one.",
-            tool_calls=[
-                ToolCall(
-                    "call_mcp_tool",
-                    {"server": "mcp:echo", "tool": "fail", "arguments": {"reason": REASON_SECRET}},
-                )
-            ],
+            text=" And the clock.",
+            tool_calls=[mcp_call("time", "time/get_current_time", {"timezone": "UTC"})],
         ),
-        Reply(text=" Both ran."),
+        Reply(text=" All ran."),
         Reply(text="Second turn."),
     )
-    first = turn("Use the echo server")
+    first = turn("Use the MCP servers")
     assert first["status"] == "done"
     second = turn("And now?", "--session", first["session_id"])
     assert second["status"] == "done"
     assert second["text"] == "Second turn."
 
     requests = [request.body for request in server.requests]
-    assert len(requests) == 4
-    assert "server echo (7 tools):" in json.dumps(requests[0])
-    _, in_turn = tool_exchanges(provider, requests[1])
-    assert any(f"{MARK}: {ARGUMENT_SECRET}" in result for result in in_turn)
-    _, in_turn = tool_exchanges(provider, requests[2])
-    assert any(f"deliberate failure: {REASON_SECRET}" in result for result in in_turn)
-
-    calls, results = tool_exchanges(provider, requests[3])
-    assert calls == [("call_mcp_tool", {}), ("call_mcp_tool", {})]
-    assert [json.loads(result) for result in results] == [{"status": "success"}, {"status": "error"}]
-    replayed = json.dumps(requests[3], ensure_ascii=False)
-    for private in (ARGUMENT_SECRET, REASON_SECRET, MARK, "deliberate failure"):
-        assert private not in replayed
-
-
-def test_the_third_party_time_server_end_to_end(server: FakeProviderServer, run: Callable[..., Run]) -> None:
-    time_server = (
-        f"[mcp.servers.time]\ncommand = {json.dumps(sys.executable)}\n"
-        'args = ["-m", "mcp_server_time", "--local-timezone", "UTC"]\n'
-    )
-    turn = run("anthropic", time_server)
-    server.push(
-        Reply(
-            text="Checking the clock.",
-            tool_calls=[
-                ToolCall(
-                    "call_mcp_tool",
-                    {"server": "time", "tool": "get_current_time", "arguments": {"timezone": "UTC"}},
-                )
-            ],
-        ),
-        Reply(text=" It is now."),
-        Reply(text="Later."),
-    )
-    first = turn("What time is it?")
-    turn("And later?", "--session", first["session_id"])
-
-    requests = [request.body for request in server.requests]
-    assert len(requests) == 3
-    _, in_turn = tool_exchanges("anthropic", requests[1])
-    (result,) = in_turn
-    answer = json.loads(result)
-    assert (answer["server"], answer["tool"]) == ("time", "get_current_time")
-    stamp = answer["structured"]["datetime"]
+    assert len(requests) == 5
+    catalogue = json.dumps(requests[0])
+    assert "server echo (7 tools):" in catalogue
+    assert "get_current_time(timezone: string)" in catalogue
+    in_turn = [tool_exchanges(body)[1][-1] for body in requests[1:4]]
+    assert f"{MARK}: {ARGUMENT_SECRET}" in in_turn[0]
+    assert f"deliberate failure: {REASON_SECRET}" in in_turn[1]
+    clock = json.loads(in_turn[2])
+    assert (clock["server"], clock["tool"]) == ("time", "get_current_time")
+    stamp = clock["structured"]["datetime"]
     assert stamp.endswith("+00:00")
 
-    calls, results = tool_exchanges("anthropic", requests[2])
-    assert calls == [("call_mcp_tool", {})]
-    assert [json.loads(result) for result in results] == [{"status": "success"}]
-    assert stamp not in json.dumps(requests[2])
-    assert "get_current_time(timezone: string)" in json.dumps(requests[2])  # the catalogue, not the call
+    calls, results = tool_exchanges(requests[4])
+    assert calls == [("call_mcp_tool", {})] * 3
+    assert [json.loads(result) for result in results] == [
+        {"status": "success"},
+        {"status": "error"},
+        {"status": "success"},
+    ]
+    replayed = json.dumps(requests[4], ensure_ascii=False)
+    for private in (ARGUMENT_SECRET, REASON_SECRET, MARK, "deliberate failure", stamp):
+        assert private not in replayed
