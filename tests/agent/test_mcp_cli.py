@@ -136,3 +136,21 @@ def test_mcp_calls_run_in_the_turn_and_replay_as_status_only(
     replayed = json.dumps(requests[4], ensure_ascii=False)
     for private in (ARGUMENT_SECRET, REASON_SECRET, MARK, "deliberate failure", stamp):
         assert private not in replayed
+
+
+def test_a_server_that_fails_to_start_is_a_tool_error_not_a_crash(
+    server: FakeProviderServer, run: Callable[..., Run], tmp_path: Path
+) -> None:
+    missing = tmp_path / "no-such-mcp-server"
+    turn = run("anthropic", f"[mcp.servers.broken]\ncommand = {json.dumps(str(missing))}\n")
+    server.push(
+        Reply(text="Trying it.", tool_calls=[mcp_call("broken", "anything", {})]),
+        Reply(text=" It is broken."),
+    )
+    outcome = turn("Use the broken server")
+    assert outcome["status"] == "done"
+    requests = [request.body for request in server.requests]
+    failure = f"MCP server 'broken' failed to start: command not found: {missing}"
+    assert f"server broken: unavailable ({failure})" in json.dumps(requests[0], ensure_ascii=False)
+    (result,) = tool_exchanges(requests[1])[1]
+    assert failure in result
