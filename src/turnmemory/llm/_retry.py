@@ -114,7 +114,7 @@ def http_failure(
     inside a stream, classified by its ``kind`` (the provider's error type or code) instead.
     """
     in_stream = status is None or status == 200
-    text = one_line(message or kind or f"HTTP {status}")
+    text = message or kind or f"HTTP {status}"
     if kind and kind not in text:
         text = f"{kind}: {text}"
     if not in_stream:
@@ -126,7 +126,7 @@ def http_failure(
         assert status is not None
         retryable = status in RETRYABLE_STATUS or status >= 500
     return Failure(
-        text,
+        one_line(text),
         retryable=retryable and not overflow,
         overflow=overflow,
         retry_after=retry_after_seconds(headers),
@@ -135,5 +135,8 @@ def http_failure(
 
 def connection_failure(error: BaseException) -> Failure:
     """A connection that failed, dropped or timed out: always worth another attempt."""
-    detail = one_line(str(error)) or type(error).__name__
-    return Failure(f"connection failed: {detail}", retryable=True)
+    detail = str(error) or type(error).__name__
+    cause = error.__cause__
+    if cause is not None and str(cause) and str(cause) not in detail:
+        detail = f"{detail} ({cause})"
+    return Failure(f"connection failed: {one_line(detail)}", retryable=True)

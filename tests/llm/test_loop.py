@@ -1,0 +1,268 @@
+"""The in-turn loop and pending state, through a deterministic in-memory wire format.
+
+``ScriptedWire`` implements the loop's ``Wire`` protocol without any SDK: each request takes the next
+scripted step, which streams some text and then completes (with tool calls or not) or fails. The
+property tests check the loop's invariants over arbitrary scripts.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Generator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import turnmemory as tm
+from turnmemory.llm import Event, RetryPolicy, ToolResult, ToolSpec, Usage, record
+from turnmemory.llm._loop import Client, Completion, PendingReplay
+from turnmemory.llm._retry import Failure
+from turnmemory.llm._tools import Call
+
+TOOL = ToolSpec(
+    "probe", "Probe.", {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}
+)
+
+
+@dataclass(frozen=True)
+class Step:
+    """One scripted request: streamed ``text``, then ``calls`` tool calls, or a failure."""
+
+    text: str = ""
+    calls: int = 0
+    fail: str | None = None  # None, "retryable", "fatal" or "overflow"
+
+
+class ScriptError(Exception):
+    def __init__(self, kind: str) -> None:
+        super().__init__(f"scripted {kind} failure")
+        self.kind = kind
+
+
+class ScriptedWire:
+    """A ``Wire`` whose requests are answered from a list of steps; it records every request."""
+
+    items_key = "messages"
+
+    def __init__(self, steps: Sequence[Step]) -> None:
+        self.steps = list(steps)
+        self.requests: list[dict[str, Any]] = []
+        self.served = 0
+
+    def format(self, messages: Sequence[tm.Message], pending: list[dict[str, Any]]) -> dict[str, Any]:
+        rendered = [{"role": m.role, "content": m.content} for m in messages]
+        return {"messages": [*rendered[:-1], *pending, rendered[-1]]}
+
+    def replayed_tools(self, request: Mapping[str, Any]) -> Sequence[str]:
+        return [call["name"] for item in request["messages"] for call in item.get("calls", ())]
+
+    def stream(
+        self, request: Mapping[str, Any], tools: Sequence[ToolSpec], turn_start: int
+    ) -> Generator[Event | Completion, None, None]:
+        self.requests.append(copy.deepcopy(dict(request)))
+        step = self.steps.pop(0) if self.steps else Step(text="end")
+        self.served += 1
+        if step.text:
+            yield Event("text", text=step.text)
+        if step.fail is not None:
+            raise ScriptError(step.fail)
+        calls = tuple(
+            Call(id=f"c{self.served}_{n}", name="probe", arguments={"n": n}) for n in range(step.calls)
+        )
+        item = {
+            "role": "assistant",
+            "content": step.text,
+            "calls": [{"id": c.id, "name": c.name} for c in calls],
+        }
+        yield Completion(items=(item,), calls=calls, text=step.text, usage=Usage(1, 1, 0))
+
+    def tool_results(self, calls: Sequence[Call], results: Sequence[ToolResult]) -> list[dict[str, Any]]:
+        return [
+            {
+                "role": "tool",
+                "results": [[c.id, r.output, r.error] for c, r in zip(calls, results, strict=True)],
+            }
+        ]
+
+    def failure(self, error: Exception) -> Failure | None:
+        if isinstance(error, ScriptError):
+            return Failure(str(error), retryable=error.kind == "retryable", overflow=error.kind == "overflow")
+        return None
+
+    def replay(self, pending: Sequence[dict[str, Any]], out: PendingReplay) -> None:
+        for item in pending:
+            if item["role"] == "assistant":
+                out.text(item["content"])
+                for call in item["calls"]:
+                    out.call(call["id"], call["name"], {})
+            elif item["role"] == "tool":
+                for call_id, output, error in item["results"]:
+                    out.result(call_id, ToolResult(output=output, error=error))
+
+
+def make(
+    steps: Sequence[Step], *, attempts: int = 3, max_tool_turns: int = 10
+) -> tuple[Client, ScriptedWire, list[float]]:
+    wire = ScriptedWire(steps)
+    sleeps: list[float] = []
+    policy = RetryPolicy(attempts=attempts, base_delay=0.5, max_delay=4.0, jitter=0.0, sleep=sleeps.append)
+    return (
+        Client(wire, provider="scripted", model="m", retry=policy, max_tool_turns=max_tool_turns),
+        wire,
+        sleeps,
+    )
+
+
+class Executor:
+    def __init__(self) -> None:
+        self.ran: list[str] = []
+
+    def __call__(self, call_id: str, name: str, arguments: dict[str, Any]) -> ToolResult:
+        self.ran.append(call_id)
+        return ToolResult(output={"n": arguments["n"]})
+
+
+steps = st.lists(
+    st.one_of(
+        st.builds(Step, text=st.sampled_from(["", "a", "é ", "Look. "]), calls=st.integers(0, 2)),
+        st.builds(
+            Step,
+            text=st.sampled_from(["", "partial "]),
+            fail=st.sampled_from(["retryable", "fatal", "overflow"]),
+        ),
+    ),
+    min_size=1,
+    max_size=8,
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    first=steps,
+    second=steps,
+    attempts=st.integers(1, 3),
+    max_tool_turns=st.integers(1, 3),
+)
+def test_loop_invariants_hold_for_any_script(
+    first: list[Step], second: list[Step], attempts: int, max_tool_turns: int
+) -> None:
+    client, wire, _ = make([*first, *second], attempts=attempts, max_tool_turns=max_tool_turns)
+    history: list[tm.Message] = []
+    for prompt in ("one", "two"):
+        injected = client.pending or []
+        executor = Executor()
+        recorder = tm.TurnRecorder()
+        served_before = len(wire.requests)
+        events = []
+        for event in client.run_turn(history, prompt, tools=[TOOL], execute=executor):
+            record(event, recorder)
+            events.append(event)
+        ends = [e for e in events if e.terminal]
+        assert len(ends) == 1 and events[-1] is ends[0]
+        end = ends[0]
+        requests = wire.requests[served_before:]
+
+        # Every call ran at most once, and only calls the model made.
+        assert len(executor.ran) == len(set(executor.ran))
+        # Injected pending state sits, verbatim, just before the new user message, in every request.
+        for request in requests:
+            messages = request["messages"]
+            user = len(history)
+            assert messages[user : user + len(injected)] == injected
+            assert messages[user + len(injected)] == {"role": "user", "content": prompt}
+        # Each request completed (usage), failed and was retried, or failed for good.
+        count = {kind: sum(1 for e in events if e.kind == kind) for kind in ("usage", "retry")}
+        failed = 1 if end.reason in ("api_error", "context_overflow") else 0
+        assert len(requests) == count["usage"] + count["retry"] + failed
+        pending = client.pending
+        if end.kind == "done":
+            assert pending is None
+        elif end.kind == "error":
+            assert pending is None and not injected and not executor.ran
+        else:
+            assert pending is not None and pending[: len(injected)] == injected
+            assert injected or executor.ran
+        # Whatever the outcome, the recorder yields a message whose activities fit its prose.
+        message = recorder.finish()
+        assert tm.Message.from_dict(message.to_dict()) == message
+        assert len(message.activities) == len(executor.ran)
+        history = [*history, tm.Message("user", prompt)]
+        if end.kind == "done":
+            history.append(message)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    kinds=st.lists(st.sampled_from(["retryable", "fatal", "overflow"]), min_size=1, max_size=5),
+    attempts=st.integers(1, 4),
+)
+def test_retries_only_what_can_succeed_and_stay_bounded(kinds: list[str], attempts: int) -> None:
+    client, wire, sleeps = make([*(Step(fail=kind) for kind in kinds), Step(text="ok")], attempts=attempts)
+    events = list(client.run_turn([], "go"))
+    requests = len(wire.requests)
+    assert requests <= attempts
+    expected = 0
+    for kind in kinds:
+        expected += 1
+        if kind != "retryable" or expected == attempts:
+            break
+    else:
+        expected += 1
+    assert requests == expected
+    assert len(sleeps) == requests - 1 == len([e for e in events if e.kind == "retry"])
+    assert all(a == b for a, b in zip(wire.requests, wire.requests[1:], strict=False))
+
+
+def test_retry_waits_grow_and_are_capped() -> None:
+    client, _, sleeps = make([Step(fail="retryable")] * 5 + [Step(text="ok")], attempts=6)
+    events = list(client.run_turn([], "go"))
+    assert events[-1].kind == "done"
+    assert sleeps == [0.5, 1.0, 2.0, 4.0, 4.0]
+    assert [e.attempt for e in events if e.kind == "retry"] == [2, 3, 4, 5, 6]
+    assert [e.delay for e in events if e.kind == "retry"] == sleeps
+
+
+def test_a_rejected_call_is_recorded_as_a_failed_activity() -> None:
+    client, wire, _ = make([Step(text="Try. ", calls=1), Step(text="ok")])
+    recorder = tm.TurnRecorder()
+    executor = Executor()
+
+    def refuse(call_id: str, name: str, arguments: dict[str, Any]) -> ToolResult:
+        raise RuntimeError("disk on fire")
+
+    for event in client.run_turn([], "go", tools=[TOOL], execute=refuse):
+        record(event, recorder)
+    assert executor.ran == []
+    assert wire.requests[-1]["messages"][-1]["results"][0][2] == "probe failed: disk on fire"
+    assert [(a.text_offset, a.tool, a.status) for a in recorder.finish().activities] == [
+        (5, "probe", "error")
+    ]
+
+
+def test_bad_arguments_fail_at_once() -> None:
+    client, wire, _ = make([Step(text="x")])
+    with pytest.raises(ValueError, match="execute: required"):
+        client.run_turn([], "go", tools=[TOOL])
+    with pytest.raises(ValueError, match=r"history\[0\]: expected a turnmemory.Message"):
+        client.run_turn([{"role": "user", "content": "hi"}], "go")  # type: ignore[list-item]
+    with pytest.raises(ValueError, match="offered twice"):
+        client.run_turn([], "go", tools=[TOOL, TOOL], execute=Executor())
+    assert wire.requests == []
+
+
+def test_an_unexpected_error_propagates_and_keeps_accumulated_work() -> None:
+    class Broken(ScriptedWire):
+        def failure(self, error: Exception) -> Failure | None:
+            return None
+
+    wire = Broken([Step(text="a", calls=1), Step(fail="fatal")])
+    client = Client(
+        wire, provider="scripted", model="m", retry=RetryPolicy(sleep=lambda _: None), max_tool_turns=5
+    )
+    with pytest.raises(ScriptError):
+        list(client.run_turn([], "go", tools=[TOOL], execute=Executor()))
+    assert client.pending is not None and json.dumps(client.pending)
