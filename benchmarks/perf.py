@@ -24,10 +24,9 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import synthetic  # noqa: E402
-
-import turnmemory as tm  # noqa: E402
-from turnmemory import providers  # noqa: E402
+import synthetic
+import turnmemory as tm
+from turnmemory import providers
 
 
 def best_of(fn: Callable[[], object], repeat: int = 5, number: int = 1) -> float:
@@ -95,7 +94,12 @@ def bench_recorder() -> None:
         "Recording (per event)",
         ["operation", "time", "json.dumps(input)", "ratio"],
         [
-            ["tool_start or tool_end", fmt_time(per_event), fmt_time(per_dumps), f"{per_event / per_dumps:.2f}x"],
+            [
+                "tool_start or tool_end",
+                fmt_time(per_event),
+                fmt_time(per_dumps),
+                f"{per_event / per_dumps:.2f}x",
+            ],
             ["text chunk", fmt_time(per_chunk), "", ""],
         ],
     )
@@ -112,26 +116,48 @@ def bench_sizes(sizes: list[int]) -> None:
         history = synthetic.session(turns)
         activities = sum(len(m.activities) for m in history)
         sample = synthetic.traced_session(20, seed=turns)
-        finish = best_of(lambda: [synthetic.record_turn(events) for _, events in sample], repeat=5) / len(sample)
+        finish = best_of(lambda s=sample: [synthetic.record_turn(events) for _, events in s], repeat=5) / len(
+            sample
+        )
         persisted = json.dumps([m.to_dict() for m in history])
         loaded = json.loads(persisted)
-        from_dict = best_of(lambda: [tm.Message.from_dict(d) for d in loaded], repeat=repeat)
+        from_dict = best_of(lambda d=loaded: [tm.Message.from_dict(x) for x in d], repeat=repeat)
         load_rows.append(
-            [f"{turns:,}", f"{activities:,}", fmt_time(finish), fmt_time(from_dict), fmt_time(from_dict / len(loaded))]
+            [
+                f"{turns:,}",
+                f"{activities:,}",
+                fmt_time(finish),
+                fmt_time(from_dict),
+                fmt_time(from_dict / len(loaded)),
+            ]
         )
         for name in providers.PROVIDERS:
             module = getattr(providers, name)
-            cold = best_of(lambda m=module: m.to_request(history), repeat=repeat)
+            cold = best_of(lambda m=module, h=history: m.to_request(h), repeat=repeat)
             request = module.to_request(history)
             dumps = best_of(lambda r=request: json.dumps(r), repeat=repeat)
             cold_rows.append(
-                [f"{turns:,}", name, fmt_time(cold), fmt_time(dumps), f"{cold / dumps:.2f}x", f"{len(json.dumps(request)):,}"]
+                [
+                    f"{turns:,}",
+                    name,
+                    fmt_time(cold),
+                    fmt_time(dumps),
+                    f"{cold / dumps:.2f}x",
+                    f"{len(json.dumps(request)):,}",
+                ]
             )
             incremental = _incremental(module, history, repeat)
             if incremental is not None:
                 per_turn, identical = incremental
                 incr_rows.append(
-                    [f"{turns:,}", name, fmt_time(per_turn), fmt_time(cold), f"{cold / per_turn:.0f}x", "yes" if identical else "NO"]
+                    [
+                        f"{turns:,}",
+                        name,
+                        fmt_time(per_turn),
+                        fmt_time(cold),
+                        f"{cold / per_turn:.0f}x",
+                        "yes" if identical else "NO",
+                    ]
                 )
         tracemalloc.start()
         peak_history = synthetic.session(turns)
@@ -166,29 +192,31 @@ def _incremental(module: Any, history: list[tm.Message], repeat: int) -> tuple[f
     formatter_cls = getattr(module, "Formatter", None)
     if formatter_cls is None:
         return None
-    previous = history[:-3] + [history[-1]]
-    extra = history[-3:-1]
+    previous = history[:-2]  # the last request: it ended with the user message the last turn answered
     times = []
     identical = True
     for _ in range(repeat):
         formatter = formatter_cls()
         formatter.to_request(previous)
-        new_history = previous[:-1] + extra + [history[-1]]
         start = time.perf_counter()
-        out = formatter.to_request(new_history)
+        out = formatter.to_request(history)
         times.append(time.perf_counter() - start)
-        identical = identical and json.dumps(out) == json.dumps(module.to_request(new_history))
+        identical = identical and json.dumps(out) == json.dumps(module.to_request(history))
     return min(times), identical
 
 
 def main() -> None:
     """Run every benchmark and print the tables."""
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--sizes", default="10,100,1000,10000", help="session lengths in turns")
     parser.add_argument("--quick", action="store_true", help="sizes 10,100,1000 only")
     args = parser.parse_args()
     sizes = [10, 100, 1000] if args.quick else [int(s) for s in args.sizes.split(",")]
-    print(f"# turnmemory performance — Python {platform.python_version()} on {platform.machine()}, {platform.processor() or 'cpu'}")
+    print(
+        f"# turnmemory performance — Python {platform.python_version()} on {platform.machine()}, {platform.processor() or 'cpu'}"
+    )
     bench_recorder()
     bench_sizes(sizes)
 

@@ -16,11 +16,58 @@ import turnmemory as tm
 
 WORKSPACE = "/home/dev/project"
 
-_WORDS = (
-    "the handler now closes the stream after the last content block so the terminal event is never lost "
-    "let me check how the retry path rewinds unsealed prose before the next attempt and whether "
-    "the parser keeps byte offsets of multi-byte text such as café naïve 日本語 correct across chunks"
-).split()
+_WORDS = [
+    "the",
+    "handler",
+    "now",
+    "closes",
+    "the",
+    "stream",
+    "after",
+    "the",
+    "last",
+    "content",
+    "block",
+    "so",
+    "the",
+    "terminal",
+    "event",
+    "is",
+    "never",
+    "lost",
+    "let",
+    "me",
+    "check",
+    "how",
+    "the",
+    "retry",
+    "path",
+    "rewinds",
+    "unsealed",
+    "prose",
+    "before",
+    "the",
+    "next",
+    "attempt",
+    "and",
+    "whether",
+    "the",
+    "parser",
+    "keeps",
+    "byte",
+    "offsets",
+    "of",
+    "multi-byte",
+    "text",
+    "such",
+    "as",
+    "café",
+    "naïve",
+    "日本語",
+    "correct",
+    "across",
+    "chunks",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,7 +106,9 @@ def _tool(rng: random.Random, turn: int, n: int) -> ToolEvent:
         return ToolEvent(call_id, "bash", {"command": "python -m pytest tests -q"}, output, None)
     if kind < 0.97:
         args = {"server": "docs", "tool": "search", "arguments": {"query": "stream handler"}}
-        return ToolEvent(call_id, "call_mcp_tool", args, {"server": "docs", "tool": "search", "content": "x" * 500}, None)
+        return ToolEvent(
+            call_id, "call_mcp_tool", args, {"server": "docs", "tool": "search", "content": "x" * 500}, None
+        )
     return ToolEvent(call_id, "read_file", {"path": path}, None, "file not found")
 
 

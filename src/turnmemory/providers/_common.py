@@ -8,6 +8,7 @@ inserting the pending provider state before the final user message.
 
 from __future__ import annotations
 
+import copy
 import json
 import re
 import string
@@ -15,7 +16,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from functools import lru_cache
 from itertools import count, product
-from typing import Any
+from typing import Any, Self, TypeVar
 
 from turnmemory.memory import Message
 from turnmemory.replay import ArgumentPolicy, HistoricalCall, IdStyle, Step, historical_steps, result_json
@@ -24,9 +25,14 @@ __all__ = [
     "PLACEHOLDER_DESCRIPTION",
     "Block",
     "Exchange",
+    "IncrementalFormatter",
+    "ItemBuild",
     "Options",
+    "RequestCache",
+    "TurnBuild",
     "TurnFormat",
     "adjacent_pairing",
+    "build_request",
     "compact_json",
     "duplicates",
     "is_blank",
@@ -135,11 +141,8 @@ def _compact_variants(call_id: str) -> Iterator[str]:
                 yield "".join(prefix) + call_id[width:]
 
 
-def _checked(messages: Sequence[Message], pending: Sequence[Block] | None) -> list[Block]:
-    """``pending`` as a list, after a clear ``TypeError`` for anything that is not a message or an object."""
-    for i, message in enumerate(messages):
-        if not isinstance(message, Message):
-            raise TypeError(f"messages[{i}]: expected a turnmemory.Message, got {type(message).__name__}")
+def _checked_pending(pending: Sequence[Block] | None) -> list[Block]:
+    """``pending`` as a list, after a clear ``TypeError`` for anything that is not a sequence of objects."""
     if isinstance(pending, str | bytes | Mapping):
         raise TypeError(f"pending: expected a sequence of provider messages, got {type(pending).__name__}")
     items = list(pending or ())
@@ -151,30 +154,41 @@ def _checked(messages: Sequence[Message], pending: Sequence[Block] | None) -> li
     return items
 
 
+def _message(messages: Sequence[Message], index: int) -> Message:
+    """``messages[index]``, after a clear ``TypeError`` when it is not a ``Message``."""
+    message = messages[index]
+    if not isinstance(message, Message):
+        raise TypeError(f"messages[{index}]: expected a turnmemory.Message, got {type(message).__name__}")
+    return message
+
+
 def _final_user(messages: Sequence[Message]) -> int:
     """Where pending state goes: the index of the final user message, or ``len(messages)``."""
     return len(messages) - 1 if messages and messages[-1].role == "user" else len(messages)
 
 
-def item_request(
-    messages: Sequence[Message],
-    pending: Sequence[Block] | None,
-    options: Options,
-    render: Callable[[Message, int, Options, set[str]], Sequence[Block]],
-    pending_ids: Callable[[Sequence[Block]], Iterable[str]],
-) -> list[Block]:
-    """The item list of a format without role merging (OpenAI Chat, Responses)."""
-    pending = _checked(messages, pending)
-    taken = set(pending_ids(pending))
-    final = _final_user(messages)
-    items: list[Block] = []
-    for index, message in enumerate(messages):
-        if index == final:
-            items.extend(pending)
-        items.extend(render(message, index, options, taken))
-    if final == len(messages):
-        items.extend(pending)
-    return items
+class ItemBuild:
+    """The item list of a format without role merging (OpenAI Chat, Responses), built message by message."""
+
+    __slots__ = ("items", "render")
+
+    def __init__(self, render: Callable[[Message, int, Options, set[str]], Sequence[Block]]) -> None:
+        self.render = render
+        self.items: list[Block] = []
+
+    def add(self, index: int, message: Message, options: Options, taken: set[str]) -> None:
+        """Append one message's items."""
+        self.items.extend(self.render(message, index, options, taken))
+
+    def add_pending(self, pending: Sequence[Block]) -> None:
+        """Append the pending provider state verbatim."""
+        self.items.extend(pending)
+
+    def copy(self) -> Self:
+        """An independent copy (the items themselves are shared: they never change)."""
+        twin = copy.copy(self)
+        twin.items = list(self.items)
+        return twin
 
 
 @dataclass(frozen=True, slots=True)
@@ -208,16 +222,84 @@ class TurnFormat:
         return tuple(turns)
 
 
-class _Turns:
-    """The turns of a request being assembled; adjacent same-role turns merge into one."""
+class TurnBuild:
+    """The system texts and alternating turns of a turn-based format, built message by message.
 
-    def __init__(self, content_key: str) -> None:
-        self._key = content_key
+    Adjacent same-role turns merge into one. Blank user and system messages are left out (these formats
+    reject blank text). A conversation must open with the user, so assistant messages before the first
+    non-blank user message are left out too, with their calls; pending state is kept verbatim (merged
+    into a neighbouring turn of the same role). The wire dicts of turns that can no longer grow are built
+    once and kept, so a resumed build only pays for what it adds.
+    """
+
+    __slots__ = ("_blocks", "_built", "_roles", "_verbatim", "fmt", "opened", "systems")
+
+    def __init__(self, fmt: TurnFormat) -> None:
+        self.fmt = fmt
+        self.systems: list[str] = []
+        self.opened = False
         self._roles: list[str] = []
         self._blocks: list[list[Block] | Sequence[Block]] = []
         self._verbatim: list[Block | None] = []
+        self._built: list[Block] = []
 
-    def add(self, role: str, blocks: Sequence[Block], verbatim: Block | None = None) -> None:
+    def add(self, index: int, message: Message, options: Options, taken: set[str]) -> None:
+        """Add one conversation message."""
+        if message.role == "system":
+            if not is_blank(message.content):
+                self.systems.append(message.content)
+            return
+        if message.role == "assistant" and not self.opened:
+            return
+        rendered = self.fmt.render(message, index, options, taken)
+        self.opened = self.opened or bool(rendered)
+        for role, blocks in rendered:
+            self._add(role, blocks)
+
+    def add_pending(self, pending: Sequence[Block]) -> None:
+        """Add the pending provider state, each message verbatim unless it merges with a neighbour."""
+        for message in pending:
+            content = message.get(self.fmt.content_key)
+            if isinstance(content, str):
+                blocks: Sequence[Block] = [self.fmt.text(content)]
+            else:
+                blocks = content if isinstance(content, list) else []
+            self._add(str(message.get("role")), blocks, message)
+
+    def copy(self) -> Self:
+        """An independent copy; only the last turn can still grow, so only its block list is copied.
+
+        The wire dicts of the closed turns are built first, so that both copies share them.
+        """
+        self._build_closed()
+        twin = copy.copy(self)
+        twin.systems = list(self.systems)
+        twin._roles = list(self._roles)
+        twin._blocks = list(self._blocks)
+        twin._verbatim = list(self._verbatim)
+        twin._built = list(self._built)
+        if twin._blocks and isinstance(twin._blocks[-1], list):
+            twin._blocks[-1] = list(twin._blocks[-1])
+        return twin
+
+    def messages(self, *, strip_final: bool) -> list[Block]:
+        """The wire turns; with ``strip_final``, a final assistant text loses its trailing whitespace."""
+        self._build_closed()
+        last = len(self._roles) - 1
+        if last < 0:
+            return []
+        tail = self._wire(last)
+        if strip_final and self._roles[last] == self.fmt.assistant_role:
+            blocks = self._blocks[last]
+            text = blocks[-1].get("text") if blocks else None
+            if isinstance(text, str) and text != text.rstrip():
+                tail = {
+                    "role": self._roles[last],
+                    self.fmt.content_key: [*blocks[:-1], self.fmt.text(text.rstrip())],
+                }
+        return [*self._built, tail]
+
+    def _add(self, role: str, blocks: Sequence[Block], verbatim: Block | None = None) -> None:
         if self._roles and self._roles[-1] == role:
             last = self._blocks[-1]
             if self._verbatim[-1] is not None or not isinstance(last, list):
@@ -230,63 +312,152 @@ class _Turns:
         self._blocks.append(blocks)
         self._verbatim.append(verbatim)
 
-    def add_pending(self, message: Block, text: Callable[[str], Block]) -> None:
-        content = message.get(self._key)
-        blocks = [text(content)] if isinstance(content, str) else content if isinstance(content, list) else []
-        self.add(str(message.get("role")), blocks, message)
+    def _build_closed(self) -> None:
+        """Build the wire dicts of every turn but the last (which may still merge with what follows)."""
+        for i in range(len(self._built), len(self._roles) - 1):
+            self._built.append(self._wire(i))
 
-    def strip_end(self, assistant_role: str, text: Callable[[str], Block]) -> None:
-        """Drop trailing whitespace from a final assistant text block."""
-        if not self._roles or self._roles[-1] != assistant_role:
-            return
-        blocks = self._blocks[-1]
-        tail = blocks[-1].get("text")
-        if isinstance(tail, str) and tail != tail.rstrip():
-            self._blocks[-1] = [*blocks[:-1], text(tail.rstrip())]
-            self._verbatim[-1] = None
+    def _wire(self, i: int) -> Block:
+        verbatim = self._verbatim[i]
+        return (
+            verbatim
+            if verbatim is not None
+            else {"role": self._roles[i], self.fmt.content_key: list(self._blocks[i])}
+        )
 
-    def messages(self) -> list[Block]:
-        return [
-            verbatim if verbatim is not None else {"role": role, self._key: list(blocks)}
-            for role, blocks, verbatim in zip(self._roles, self._blocks, self._verbatim, strict=True)
-        ]
+
+B = TypeVar("B", ItemBuild, TurnBuild)
+
+
+def build_request(
+    messages: Sequence[Message],
+    pending: Sequence[Block] | None,
+    options: Options,
+    new: Callable[[], B],
+    pending_ids: Callable[[Sequence[Block]], Iterable[str]],
+    cache: RequestCache | None = None,
+) -> B:
+    """Feed a whole request into a fresh builder from ``new`` (or resume one from ``cache``).
+
+    Pending state goes right before the final user message (at the end when the last message is not a
+    user message). With a cache, the builder state just before the pending state is kept, so the next
+    request of the same conversation only renders the messages appended since.
+    """
+    items = _checked_pending(pending)
+    taken = set(pending_ids(items))
+    if messages:
+        _message(messages, len(messages) - 1)
+    final = _final_user(messages)
+    keep = cache if cache is not None and not _may_collide(taken, options) else None
+    resumed = keep.take(messages, final, options) if keep is not None else None
+    build, start = resumed if resumed is not None else (new(), 0)
+    for index in range(start, final):
+        build.add(index, _message(messages, index), options, taken)
+    if keep is not None:
+        keep.store(messages[:final], options, build)
+        build = build.copy()
+    build.add_pending(items)
+    if final < len(messages):
+        build.add(final, messages[final], options, taken)
+    return build
+
+
+def item_request(
+    messages: Sequence[Message],
+    pending: Sequence[Block] | None,
+    options: Options,
+    render: Callable[[Message, int, Options, set[str]], Sequence[Block]],
+    pending_ids: Callable[[Sequence[Block]], Iterable[str]],
+    cache: RequestCache | None = None,
+) -> list[Block]:
+    """The item list of a format without role merging (OpenAI Chat, Responses)."""
+    return build_request(messages, pending, options, lambda: ItemBuild(render), pending_ids, cache).items
 
 
 def turn_request(
-    fmt: TurnFormat, messages: Sequence[Message], pending: Sequence[Block] | None, options: Options
+    fmt: TurnFormat,
+    messages: Sequence[Message],
+    pending: Sequence[Block] | None,
+    options: Options,
+    cache: RequestCache | None = None,
 ) -> tuple[list[str], list[Block]]:
-    """System texts and alternating turns of a turn-based format.
+    """System texts and alternating turns of a turn-based format (Anthropic, Gemini, Bedrock)."""
+    build = build_request(messages, pending, options, lambda: TurnBuild(fmt), fmt.pending_ids, cache)
+    return build.systems, build.messages(strip_final=fmt.strip_final and not pending)
 
-    Blank user and system messages are left out (these formats reject blank text). A conversation must
-    open with the user, so assistant messages before the first non-blank user message are left out too,
-    with their calls; pending state is kept verbatim (merged into a neighbouring turn of the same role).
+
+def _may_collide(taken: set[str], options: Options) -> bool:
+    """Whether a pending id could equal a synthetic id (then rendering depends on the pending state)."""
+    if options.id_style == "compact":
+        return any(len(t) == 9 and t.startswith("h") for t in taken)
+    return any(t.startswith("historical_") for t in taken)
+
+
+class RequestCache:
+    """The builder state of one conversation's last request, up to (not including) its final user message."""
+
+    __slots__ = ("_build", "_messages", "_options")
+
+    def __init__(self) -> None:
+        self._messages: Sequence[Message] = ()
+        self._options: Options | None = None
+        self._build: ItemBuild | TurnBuild | None = None
+
+    def take(self, messages: Sequence[Message], final: int, options: Options) -> tuple[Any, int] | None:
+        """The kept state and where to continue, when ``messages`` extends the kept prefix.
+
+        The state is handed over, not copied: the cache is empty until the caller stores the next one.
+        """
+        kept, build = self._messages, self._build
+        self._messages, self._build = (), None
+        if (
+            build is None
+            or options != self._options
+            or len(kept) > final
+            or any(new is not old for new, old in zip(messages[: len(kept)], kept, strict=True))
+        ):
+            return None
+        return build, len(kept)
+
+    def store(self, messages: Sequence[Message], options: Options, build: ItemBuild | TurnBuild) -> None:
+        """Keep ``build`` as the state after ``messages`` (the caller must not change it afterwards)."""
+        self._messages = tuple(messages)
+        self._options = options
+        self._build = build
+
+
+class IncrementalFormatter:
+    """``to_request`` for one conversation, rendering each historical message once.
+
+    Historical messages are immutable, so the rendering of the messages a request shares with the previous
+    one (the same ``Message`` objects at the same positions) is reused: building the request for turn N+1
+    costs only what turn N added, and the result equals a cold ``to_request``. The returned request shares
+    its historical blocks with later requests: treat it as read-only (copy a block before changing it).
     """
-    pending = _checked(messages, pending)
-    taken = set(fmt.pending_ids(pending))
-    final = _final_user(messages)
-    systems: list[str] = []
-    turns = _Turns(fmt.content_key)
-    opened = False
-    for index, message in enumerate(messages):
-        if index == final:
-            for item in pending:
-                turns.add_pending(item, fmt.text)
-        if message.role == "system":
-            if not is_blank(message.content):
-                systems.append(message.content)
-            continue
-        if message.role == "assistant" and not opened:
-            continue
-        rendered = fmt.render(message, index, options, taken)
-        opened = opened or bool(rendered)
-        for role, blocks in rendered:
-            turns.add(role, blocks)
-    if final == len(messages):
-        for item in pending:
-            turns.add_pending(item, fmt.text)
-    if fmt.strip_final and not pending:
-        turns.strip_end(fmt.assistant_role, fmt.text)
-    return systems, turns.messages()
+
+    def __init__(self) -> None:
+        self._cache = RequestCache()
+
+    def to_request(
+        self,
+        messages: Sequence[Message],
+        *,
+        pending: Sequence[Block] | None = None,
+        arguments: ArgumentPolicy = "empty",
+        id_style: IdStyle = "historical",
+    ) -> dict[str, Any]:
+        """The same request as the module's ``to_request``, built incrementally."""
+        return self.build(messages, pending, Options(arguments, id_style), self._cache)
+
+    @staticmethod
+    def build(
+        messages: Sequence[Message],
+        pending: Sequence[Block] | None,
+        options: Options,
+        cache: RequestCache | None,
+    ) -> dict[str, Any]:
+        """The provider's request builder; each provider's ``Formatter`` sets it."""
+        raise NotImplementedError
 
 
 def missing_names(replayed: Iterable[str], offered: Iterable[str]) -> list[str]:

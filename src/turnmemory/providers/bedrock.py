@@ -21,7 +21,9 @@ from turnmemory.providers._common import (
     PLACEHOLDER_DESCRIPTION,
     Block,
     Exchange,
+    IncrementalFormatter,
     Options,
+    RequestCache,
     TurnFormat,
     adjacent_pairing,
     duplicates,
@@ -33,7 +35,14 @@ from turnmemory.providers._common import (
 )
 from turnmemory.replay import ArgumentPolicy, HistoricalCall, IdStyle
 
-__all__ = ["placeholder_tool", "placeholder_tools", "problems", "replayed_tool_names", "to_request"]
+__all__ = [
+    "Formatter",
+    "placeholder_tool",
+    "placeholder_tools",
+    "problems",
+    "replayed_tool_names",
+    "to_request",
+]
 
 _ID = re.compile(r"[a-zA-Z0-9_.:-]{1,64}")
 _NAME = re.compile(r"[a-zA-Z0-9_-]{1,64}")
@@ -96,11 +105,23 @@ def to_request(
     id_style: IdStyle = "historical",
 ) -> dict[str, Any]:
     """``{"messages": [...], "system": [text blocks]}`` for ``client.converse`` (system only when present)."""
-    systems, turns = turn_request(_FORMAT, messages, pending, Options(arguments, id_style))
+    return _build(messages, pending, Options(arguments, id_style), None)
+
+
+def _build(
+    messages: Sequence[Message], pending: Sequence[Block] | None, options: Options, cache: RequestCache | None
+) -> dict[str, Any]:
+    systems, turns = turn_request(_FORMAT, messages, pending, options, cache)
     request: dict[str, Any] = {"messages": turns}
     if systems:
         request["system"] = [_text(text) for text in systems]
     return request
+
+
+class Formatter(IncrementalFormatter):
+    """Incremental :func:`to_request` for one conversation: each historical message is rendered once."""
+
+    build = staticmethod(_build)
 
 
 def _messages(request: Mapping[str, Any]) -> list[Any]:

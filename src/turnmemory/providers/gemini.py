@@ -23,7 +23,9 @@ from turnmemory.memory import Message
 from turnmemory.providers._common import (
     PLACEHOLDER_DESCRIPTION,
     Block,
+    IncrementalFormatter,
     Options,
+    RequestCache,
     TurnFormat,
     json_object,
     missing_names,
@@ -34,6 +36,7 @@ from turnmemory.replay import ArgumentPolicy, HistoricalCall, IdStyle
 
 __all__ = [
     "SKIP_THOUGHT_SIGNATURE",
+    "Formatter",
     "placeholder_tool",
     "placeholder_tools",
     "problems",
@@ -106,11 +109,23 @@ def to_request(
     Contents alternate strictly and open with a user content: blank user messages are left out, and so
     are assistant messages before the first non-blank user message (nothing is invented to precede them).
     """
-    systems, contents = turn_request(_FORMAT, messages, pending, Options(arguments, id_style))
+    return _build(messages, pending, Options(arguments, id_style), None)
+
+
+def _build(
+    messages: Sequence[Message], pending: Sequence[Block] | None, options: Options, cache: RequestCache | None
+) -> dict[str, Any]:
+    systems, contents = turn_request(_FORMAT, messages, pending, options, cache)
     request: dict[str, Any] = {"contents": contents}
     if systems:
         request["system_instruction"] = {"parts": [_text(text) for text in systems]}
     return request
+
+
+class Formatter(IncrementalFormatter):
+    """Incremental :func:`to_request` for one conversation: each historical message is rendered once."""
+
+    build = staticmethod(_build)
 
 
 def _contents(request: Mapping[str, Any]) -> list[Any]:

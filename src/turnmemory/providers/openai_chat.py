@@ -16,7 +16,9 @@ from turnmemory.memory import Message
 from turnmemory.providers._common import (
     PLACEHOLDER_DESCRIPTION,
     Block,
+    IncrementalFormatter,
     Options,
+    RequestCache,
     compact_json,
     duplicates,
     is_json_text,
@@ -27,7 +29,15 @@ from turnmemory.providers._common import (
 )
 from turnmemory.replay import ArgumentPolicy, IdStyle
 
-__all__ = ["MAX_ID", "placeholder_tool", "placeholder_tools", "problems", "replayed_tool_names", "to_request"]
+__all__ = [
+    "MAX_ID",
+    "Formatter",
+    "placeholder_tool",
+    "placeholder_tools",
+    "problems",
+    "replayed_tool_names",
+    "to_request",
+]
 
 MAX_ID = 40
 """The longest ``tool_calls[].id`` OpenAI accepts."""
@@ -84,7 +94,19 @@ def to_request(
     id_style: IdStyle = "historical",
 ) -> dict[str, Any]:
     """``{"messages": [...]}`` for ``client.chat.completions.create``."""
-    return {"messages": item_request(messages, pending, Options(arguments, id_style), _render, _pending_ids)}
+    return _build(messages, pending, Options(arguments, id_style), None)
+
+
+def _build(
+    messages: Sequence[Message], pending: Sequence[Block] | None, options: Options, cache: RequestCache | None
+) -> dict[str, Any]:
+    return {"messages": item_request(messages, pending, options, _render, _pending_ids, cache)}
+
+
+class Formatter(IncrementalFormatter):
+    """Incremental :func:`to_request` for one conversation: each historical message is rendered once."""
+
+    build = staticmethod(_build)
 
 
 def replayed_tool_names(request: Mapping[str, Any]) -> list[str]:

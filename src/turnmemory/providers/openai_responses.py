@@ -16,7 +16,9 @@ from turnmemory.memory import Message
 from turnmemory.providers._common import (
     PLACEHOLDER_DESCRIPTION,
     Block,
+    IncrementalFormatter,
     Options,
+    RequestCache,
     compact_json,
     duplicates,
     is_blank,
@@ -30,6 +32,7 @@ from turnmemory.replay import ArgumentPolicy, IdStyle
 
 __all__ = [
     "MAX_CALL_ID",
+    "Formatter",
     "placeholder_tool",
     "placeholder_tools",
     "problems",
@@ -89,8 +92,14 @@ def to_request(
 
     ``instructions`` joins the non-blank system messages with blank lines; it is absent without them.
     """
+    return _build(messages, pending, Options(arguments, id_style), None)
+
+
+def _build(
+    messages: Sequence[Message], pending: Sequence[Block] | None, options: Options, cache: RequestCache | None
+) -> dict[str, Any]:
     request: dict[str, Any] = {
-        "input": item_request(messages, pending, Options(arguments, id_style), _render, _pending_ids)
+        "input": item_request(messages, pending, options, _render, _pending_ids, cache)
     }
     systems = [
         message.content for message in messages if message.role == "system" and not is_blank(message.content)
@@ -98,6 +107,12 @@ def to_request(
     if systems:
         request["instructions"] = "\n\n".join(systems)
     return request
+
+
+class Formatter(IncrementalFormatter):
+    """Incremental :func:`to_request` for one conversation: each historical message is rendered once."""
+
+    build = staticmethod(_build)
 
 
 def _items(request: Mapping[str, Any]) -> list[Any]:
