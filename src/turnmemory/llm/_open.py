@@ -11,14 +11,14 @@ from turnmemory.replay import ArgumentPolicy, IdStyle
 
 __all__ = ["PROVIDERS", "open_client"]
 
-PROVIDERS: dict[str, tuple[str, str]] = {
-    "anthropic": ("turnmemory.llm.anthropic", "AnthropicWire"),
-    "openai_chat": ("turnmemory.llm.openai_chat", "OpenAIChatWire"),
-    "openai_responses": ("turnmemory.llm.openai_responses", "OpenAIResponsesWire"),
-    "gemini": ("turnmemory.llm.gemini", "GeminiWire"),
-    "bedrock": ("turnmemory.llm.bedrock", "BedrockWire"),
+PROVIDERS: dict[str, tuple[str, str, str]] = {
+    "anthropic": ("turnmemory.llm.anthropic", "AnthropicWire", "anthropic"),
+    "openai_chat": ("turnmemory.llm.openai_chat", "OpenAIChatWire", "openai"),
+    "openai_responses": ("turnmemory.llm.openai_responses", "OpenAIResponsesWire", "openai"),
+    "gemini": ("turnmemory.llm.gemini", "GeminiWire", "google-genai"),
+    "bedrock": ("turnmemory.llm.bedrock", "BedrockWire", "boto3"),
 }
-"""Provider name → (module, wire class)."""
+"""Provider name → (module, wire class, the SDK's package)."""
 
 DEFAULT_MAX_TOOL_TURNS = 100
 
@@ -73,7 +73,7 @@ def open_client(
         arguments=arguments,
         id_style=id_style,
     )
-    module_name, class_name = entry
+    module_name, class_name, package = entry
     wire_class = getattr(importlib.import_module(module_name), class_name)
     connection = Connection(
         base_url=base_url,
@@ -83,7 +83,12 @@ def open_client(
         timeout=timeout,
         region=region,
     )
-    wire = wire_class(settings, connection)
+    try:
+        wire = wire_class(settings, connection)
+    except ImportError as error:
+        raise ImportError(
+            f"the {provider} client needs the {package!r} package ({error}); install turnmemory[llm]"
+        ) from error
     return Client(
         wire, provider=provider, model=model, retry=retry or RetryPolicy(), max_tool_turns=max_tool_turns
     )

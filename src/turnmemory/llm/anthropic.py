@@ -63,6 +63,8 @@ class AnthropicWire:
         else:
             self._client = anthropic.Anthropic(**sdk_options(connection))
         self.settings = settings
+        if settings.temperature is not None:
+            raise ValueError("temperature: the Anthropic Messages API takes no temperature")
         max_tokens = settings.max_tokens or DEFAULT_MAX_TOKENS
         if settings.thinking is not None and settings.thinking >= max_tokens:
             raise ValueError(
@@ -186,8 +188,6 @@ class AnthropicWire:
             definitions = [_definition(spec) for spec in tools]
             definitions[-1]["cache_control"] = dict(_EPHEMERAL)
             kwargs["tools"] = definitions
-        if settings.temperature is not None:
-            kwargs["temperature"] = settings.temperature
         if settings.thinking is not None:
             kwargs["thinking"] = {"type": "enabled", "budget_tokens": settings.thinking}
         return kwargs
