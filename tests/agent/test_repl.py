@@ -2,19 +2,27 @@
 
 from __future__ import annotations
 
+import io
 import os
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pexpect
 import pytest
+from prompt_toolkit import PromptSession
 from prompt_toolkit.completion import CompleteEvent
 from prompt_toolkit.document import Document
+from prompt_toolkit.input import DummyInput
+from prompt_toolkit.output import DummyOutput
+from rich.console import Console
 from tests.agent._support import body_text
 
-from turnmemory.agent.repl import ReplCompleter
+from turnmemory.agent.loop import Agent
+from turnmemory.agent.repl import Repl, ReplCompleter, ReplView
 from turnmemory.agent.sessions import SessionStore
+from turnmemory.llm import Event
 from turnmemory.testing import FakeProviderServer, Reply, ToolCall
 
 PROMPT = "› "
@@ -159,3 +167,61 @@ def test_completion_of_commands_and_paths(workspace: Path, text: str, expected: 
         c.text for c in completer.get_completions(Document(text), CompleteEvent(completion_requested=True))
     ]
     assert found == expected
+
+
+# -- slash commands and rendering, in-process -----------------------------------------------------
+
+
+def _repl(agent: Agent) -> tuple[Repl, io.StringIO]:
+    screen = io.StringIO()
+    console = Console(file=screen, width=120, color_system=None)
+    view = ReplView(console, agent.workspace)
+    return Repl(agent, console, view, PromptSession(input=DummyInput(), output=DummyOutput())), screen
+
+
+def test_slash_commands(
+    make_agent: Callable[..., Agent], server: FakeProviderServer, workspace: Path
+) -> None:
+    (workspace / "app.py").write_text("value = 1\n")
+    server.push(
+        Reply(text="Reading.", tool_calls=[ToolCall("read_file", {"path": "app.py"})]),
+        Reply(text="Done."),
+    )
+    agent = make_agent("openai_chat")
+    repl, screen = _repl(agent)
+    agent.turn("read it")
+    first = agent.session_id
+    for line in ["/help", "/memory", "/context", "/model", "/sessions", "/bogus", "/resume nosuch"]:
+        assert repl.command(line)
+    out = screen.getvalue()
+    assert "/context" in out and "what the next request will carry" in out
+    assert "read_file" in out and "app.py" in out
+    assert "historical tool blocks" in out and "pending" in out
+    assert "openai_chat gpt-4.1" in out
+    assert first[:8] + " *" in out
+    assert "unknown command /bogus" in out and "no session 'nosuch'" in out
+
+    assert repl.command("/model gpt-5-mini")
+    assert agent.config.model == "gpt-5-mini" and agent.client.model == "gpt-5-mini"
+    assert repl.command("/new")
+    assert agent.session_id != first and agent.messages == []
+    assert repl.command("/resume")
+    assert agent.session_id == first and [m.content for m in agent.messages][:1] == ["read it"]
+    assert "> read it" in screen.getvalue(), "resuming shows the original transcript"
+    assert not repl.command("/exit")
+
+
+def test_the_view_renders_prose_tools_diffs_and_endings(workspace: Path) -> None:
+    screen = io.StringIO()
+    view = ReplView(Console(file=screen, width=100, color_system=None), str(workspace))
+    view.event(Event("text", text="Some **bold** prose"), None)
+    view.event(Event("tool_start", call_id="c", name="bash", arguments={"command": "make test"}), None)
+    view.event(Event("tool_end", call_id="c", name="bash", output={"exit_code": 2}), 1.25)
+    view.diff("d", "--- a/x\n+++ b/x\n@@ -1 +1 @@\n-old\n+new\n")
+    view.notice("a note")
+    view.event(Event("incomplete", reason="api_error", error="stream broke"), None)
+    out = screen.getvalue()
+    assert "Some bold prose" in out
+    assert "bash make test exit 2 1.2s" in out
+    assert "-old\n+new\n" in out
+    assert "a note" in out and "turn incomplete: stream broke" in out
