@@ -18,15 +18,28 @@ def test_bytes_meter_counts_utf8_and_interns_blocks() -> None:
     assert meter.tokens(400) == 100
 
 
-def test_o200k_falls_back_to_bytes_without_the_cached_file(
+def test_o200k_is_seeded_from_the_copy_bpe_openai_ships(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path))
     meter = open_meter("o200k")
+    assert (meter.unit, meter.note) == ("o200k", None)
+    path = o200k_cache_file()
+    assert path is not None and path.is_file()
+    assert hashlib.sha256(path.read_bytes()).hexdigest() == (
+        "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d"
+    )
+    assert meter.block("hello world").size == 2
+    assert meter.tokens(400) == 400
+
+
+def test_o200k_falls_back_to_bytes_without_a_cache(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", "")
+    meter = open_meter("o200k")
     assert meter.unit == "bytes"
     assert meter.note == (
-        "o200k tokenizer unavailable (o200k_base is not in the tiktoken cache; set TIKTOKEN_CACHE_DIR); "
-        "sizes are UTF-8 bytes"
+        "o200k tokenizer unavailable (o200k_base is neither in the tiktoken cache nor shipped by bpe-openai; "
+        "set TIKTOKEN_CACHE_DIR); sizes are UTF-8 bytes"
     )
 
 

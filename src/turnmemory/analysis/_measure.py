@@ -3,13 +3,16 @@
 tiktoken does not bundle its encoding files; it downloads them on first use and caches them under
 ``$TIKTOKEN_CACHE_DIR`` (or ``$DATA_GYM_CACHE_DIR``, or ``<tmp>/data-gym-cache``) by the SHA-1 of
 their URL. :func:`open_meter` looks for ``o200k_base`` in that cache, verifies its SHA-256 itself and
-only then asks tiktoken for the encoding, so nothing is ever fetched: a missing or damaged file
-falls back to bytes with a one-line note.
+only then asks tiktoken for the encoding, so nothing is ever fetched. When the cache lacks the file, it
+is seeded from the copy the ``bpe-openai`` package ships (the same file, gzipped; the SHA-256 is checked
+after decompression). With neither, sizes fall back to bytes with a one-line note.
 """
 
 from __future__ import annotations
 
+import gzip
 import hashlib
+import importlib.util
 import os
 import tempfile
 from collections.abc import Callable
@@ -100,8 +103,37 @@ def _o200k_unavailable() -> str | None:
     except ImportError:
         return "tiktoken is not installed"
     path = o200k_cache_file()
+    if path is not None and not path.is_file():
+        _seed_cache(path)
     if path is None or not path.is_file():
-        return "o200k_base is not in the tiktoken cache; set TIKTOKEN_CACHE_DIR"
+        return "o200k_base is neither in the tiktoken cache nor shipped by bpe-openai; set TIKTOKEN_CACHE_DIR"
     if hashlib.sha256(path.read_bytes()).hexdigest() != _O200K_SHA256:
         return f"the cached o200k_base at {path} does not match its checksum"
     return None
+
+
+def _shipped_o200k() -> bytes | None:
+    """The ``o200k_base`` file the ``bpe-openai`` package ships, if installed and intact."""
+    spec = importlib.util.find_spec("bpe_openai")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    shipped = Path(next(iter(spec.submodule_search_locations))) / "data" / "o200k_base.tiktoken.gz"
+    try:
+        data = gzip.decompress(shipped.read_bytes())
+    except (OSError, EOFError):
+        return None
+    return data if hashlib.sha256(data).hexdigest() == _O200K_SHA256 else None
+
+
+def _seed_cache(path: Path) -> None:
+    """Put the shipped ``o200k_base`` where tiktoken looks for its download (atomically)."""
+    data = _shipped_o200k()
+    if data is None:
+        return
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        partial = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+        partial.write_bytes(data)
+        partial.replace(path)
+    except OSError:
+        return
