@@ -266,3 +266,18 @@ def test_an_unexpected_error_propagates_and_keeps_accumulated_work() -> None:
     with pytest.raises(ScriptError):
         list(client.run_turn([], "go", tools=[TOOL], execute=Executor()))
     assert client.pending is not None and json.dumps(client.pending)
+
+
+def test_pending_belongs_to_the_conversation_not_to_the_system_prompt() -> None:
+    client, wire, _ = make([Step(text="a", calls=1), Step(fail="fatal"), Step(text="ok")])
+    first = [tm.Message("system", "v1"), tm.Message("user", "q"), tm.Message("assistant", "a.")]
+    events = list(client.run_turn(first, "go", tools=[TOOL], execute=Executor()))
+    assert events[-1].kind == "incomplete"
+    with pytest.raises(ValueError, match="another conversation"):
+        client.run_turn([tm.Message("user", "other")], "go")
+    with pytest.raises(ValueError, match="another conversation"):
+        client.run_turn(first[:2], "go")
+    later = [tm.Message("system", "v2"), *first[1:], tm.Message("user", "go")]
+    events = list(client.run_turn(later, "continue", tools=[TOOL], execute=Executor()))
+    assert events[-1].kind == "done" and client.pending is None
+    assert len(wire.requests) == 3

@@ -222,8 +222,9 @@ class Client:
         ``history`` holds the earlier messages (a system message first, if any). After an
         ``incomplete`` turn keep its user message in the history you pass next; the pending state
         carries the work that followed it. Raises ``ValueError`` at once for bad arguments, and when
-        pending state exists for another conversation (``history`` does not extend the one it was
-        saved with): call :meth:`drop_pending` first.
+        pending state exists for another conversation (the user and assistant messages of
+        ``history`` do not extend those it was saved with; the system prompt may change): call
+        :meth:`drop_pending` first.
         """
         history = tuple(history)
         for index, message in enumerate(history):
@@ -236,7 +237,8 @@ class Client:
         table = tool_table(tools)
         if table and execute is None:
             raise ValueError("execute: required when tools are offered")
-        if self._pending is not None and history[: len(self._pending_history)] != self._pending_history:
+        conversation = _conversation(history)
+        if self._pending is not None and conversation[: len(self._pending_history)] != self._pending_history:
             raise ValueError(
                 "pending state of an incomplete turn belongs to another conversation; call drop_pending() first"
             )
@@ -319,7 +321,7 @@ class Client:
         if not injected and not turn:
             self._pending, self._pending_history = None, ()
             return False
-        self._pending, self._pending_history = [*injected, *turn], history
+        self._pending, self._pending_history = [*injected, *turn], _conversation(history)
         return True
 
     def _request(
@@ -356,6 +358,11 @@ class Client:
         if isinstance(error, ConnectionError | TimeoutError):
             return connection_failure(error)
         raise error
+
+
+def _conversation(history: Sequence[Message]) -> tuple[Message, ...]:
+    """The user and assistant messages of ``history``: what pending state belongs to."""
+    return tuple(message for message in history if message.role != "system")
 
 
 def _execute(call: Call, table: Mapping[str, ToolSpec], execute: Execute | None) -> ToolResult:
