@@ -324,6 +324,25 @@ def test_a_manager_never_used_starts_nothing(tmp_path: Path) -> None:
     assert McpManager([], spill_dir=tmp_path).catalogue_text() == ""
 
 
+def test_without_the_sdk_a_call_is_a_clear_error(tmp_path: Path) -> None:
+    script = f"""
+import sys
+sys.modules["mcp"] = None
+from turnmemory.agent.mcp import McpError, McpManager, McpServerConfig
+with McpManager([McpServerConfig(name="echo", command="unused")], spill_dir={str(tmp_path)!r}) as manager:
+    try:
+        manager.call("echo", "echo", {{}})
+    except McpError as error:
+        print(error)
+"""
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert (
+        done.stdout.strip() == "MCP servers need the mcp SDK (mcp is missing): pip install 'turnmemory[mcp]'"
+    )
+
+
 EXIT_SCRIPT = """
 import os, signal, sys, threading
 from turnmemory.agent.mcp import McpManager, McpServerConfig

@@ -270,8 +270,12 @@ class McpManager:
 
     async def _ensure(self, name: str, *, retry_failed: bool) -> Connection:
         """The running connection to ``name``: started now, or restarted if its session ended."""
-        from turnmemory.agent._mcp_connection import Connection
-
+        try:
+            from turnmemory.agent._mcp_connection import Connection
+        except ImportError as error:
+            raise McpError(
+                f"MCP servers need the mcp SDK ({error.name} is missing): pip install 'turnmemory[mcp]'"
+            ) from None
         connection = self._connections.get(name)
         if connection is None:
             connection = Connection(self._configs[name], self.spill_dir / f"mcp-{name}.log")
