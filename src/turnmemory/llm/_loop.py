@@ -60,7 +60,11 @@ class StreamInterrupted(ConnectionError):
 
 @dataclass(frozen=True, slots=True)
 class Settings:
-    """Request settings every wire format reads (those a provider lacks are ignored there)."""
+    """Request settings every wire format reads.
+
+    A provider ignores what it has no counterpart for (``reasoning_effort`` outside OpenAI,
+    ``thinking`` on OpenAI, ``session_id`` outside OpenAI); Anthropic rejects ``temperature``.
+    """
 
     model: str
     max_tokens: int | None = None

@@ -47,13 +47,16 @@ def open_client(
 
     ``provider`` is ``"anthropic"``, ``"openai_chat"`` (also any OpenAI-compatible server, given its
     ``base_url``), ``"openai_responses"``, ``"gemini"`` or ``"bedrock"``. The SDK client is built from
-    ``base_url`` (Bedrock: the endpoint URL), ``api_key`` (unused by Bedrock, which reads the AWS
-    credential chain), ``region`` (Bedrock), ``http_client`` (an ``httpx2.Client``: Anthropic, OpenAI)
-    and ``timeout``, with the SDK's own retries off; or pass a ready SDK object as ``client``.
+    ``base_url`` (Bedrock: the endpoint URL), ``api_key`` (Bedrock takes none: it reads the AWS
+    credential chain), ``region`` (Bedrock), ``http_client`` (an ``httpx2.Client``: Anthropic, OpenAI,
+    Gemini) and ``timeout`` (seconds), with the SDK's own retries off; or pass a ready SDK object as
+    ``client`` (Anthropic and OpenAI clients get their retries turned off; configure a Gemini or
+    boto3 client without retries yourself).
 
     ``retry`` is the policy for failed requests; ``max_tool_turns`` bounds the tool iterations of one
-    turn. ``thinking`` is a reasoning token budget (Anthropic, Gemini, Claude on Bedrock) and
-    ``reasoning_effort`` an effort level (OpenAI). ``session_id`` becomes OpenAI's
+    turn. ``max_tokens`` caps the output (Anthropic needs one: 8192 by default). ``temperature`` is
+    not accepted by Anthropic. ``thinking`` is a reasoning token budget (Anthropic, Gemini, Claude on
+    Bedrock) and ``reasoning_effort`` an effort level (OpenAI). ``session_id`` becomes OpenAI's
     ``prompt_cache_key``. ``arguments`` and ``id_style`` choose how history replays (see
     :mod:`turnmemory.replay`: ``"empty"`` or ``"target"``; ``"historical"`` or ``"compact"``).
     A system prompt is the first message of the history.
