@@ -225,7 +225,7 @@ class McpManager:
             return
         try:
             asyncio.run_coroutine_threadsafe(self._stop_all(), loop).result(2 * _GRACE)
-        except (concurrent.futures.TimeoutError, McpError):
+        except concurrent.futures.TimeoutError:
             pass
         finally:
             loop.call_soon_threadsafe(loop.stop)
