@@ -346,3 +346,27 @@ def test_context_layers_measure_the_next_request(
     assert after["user"] == len(b"read")
     assert after["pending"] > len(FILE_SECRET), "the pending layer holds the in-turn result"
     assert after["assistant prose"] == 0, "the partial turn is carried by the pending state"
+
+
+def test_consecutive_incomplete_turns_keep_every_piece_of_work(
+    make_agent: MakeAgent, server: FakeProviderServer, workspace: Path
+) -> None:
+    _files(workspace)
+    read = ToolCall("read_file", {"path": "notes.txt"})
+    server.push(
+        Reply(text="One.", tool_calls=[read]),
+        Failure(400, "first failure"),
+        Reply(text="Two.", tool_calls=[read]),
+        Failure(400, "second failure"),
+        Reply(text="Three."),
+        Reply(text="Four."),
+    )
+    agent = make_agent("anthropic")
+    assert [agent.turn(p).status for p in ("a", "b", "c")] == ["incomplete", "incomplete", "done"]
+    recovery = body_text(server.requests[4].body)
+    assert recovery.count(FILE_SECRET) == 2, "both partial turns travel as pending native blocks"
+    assert "historical_" not in recovery
+    agent.turn("d")
+    later = body_text(server.requests[5].body)
+    assert FILE_SECRET not in later and "One." in later and "Two." in later
+    assert list(agent.store.load(agent.session_id).messages) == agent.messages

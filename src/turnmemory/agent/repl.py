@@ -272,6 +272,7 @@ class Repl:
 
     def _turn(self, text: str) -> bool:
         """Run one turn; whether it was interrupted. A Ctrl-C while it is being saved propagates."""
+        self.view.wait("thinking")
         try:
             outcome = self.agent.turn(text)
         finally:
