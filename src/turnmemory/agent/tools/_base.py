@@ -42,7 +42,7 @@ class ToolContext:
 
     def spill_path(self, stem: str) -> str:
         """A fresh file path under the spill directory (created on demand)."""
-        Path(self.spill_dir).mkdir(parents=True, exist_ok=True)
+        Path(self.spill_dir).mkdir(parents=True, exist_ok=True, mode=0o700)
         return os.path.join(self.spill_dir, f"{uuid.uuid4().hex[:12]}-{stem}")
 
 
