@@ -76,7 +76,7 @@ class ScriptedWire:
         item = {
             "role": "assistant",
             "content": step.text,
-            "calls": [{"id": c.id, "name": c.name} for c in calls],
+            "calls": [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in calls],
         }
         yield Completion(items=(item,), calls=calls, text=step.text, usage=Usage(1, 1, 0))
 
@@ -281,3 +281,21 @@ def test_pending_belongs_to_the_conversation_not_to_the_system_prompt() -> None:
     events = list(client.run_turn(later, "continue", tools=[TOOL], execute=Executor()))
     assert events[-1].kind == "done" and client.pending is None
     assert len(wire.requests) == 3
+
+
+def test_a_blank_prompt_is_refused() -> None:
+    client, wire, _ = make([])
+    for prompt in ("", "  \n"):
+        with pytest.raises(ValueError, match="prompt: expected non-blank text"):
+            client.run_turn([], prompt)
+    assert wire.requests == []
+
+
+def test_event_arguments_are_the_callers_to_keep() -> None:
+    client, wire, _ = make([Step(text="a", calls=1), Step(text="ok")])
+    for event in client.run_turn([], "go", tools=[TOOL], execute=Executor()):
+        if event.kind == "tool_start":
+            assert isinstance(event.arguments, dict)
+            event.arguments["n"] = "changed"
+    assert wire.requests[-1]["messages"][-2]["calls"][0]["arguments"] == {"n": 0}
+    assert wire.requests[-1]["messages"][-1]["results"][0][1] == {"n": 0}

@@ -236,8 +236,8 @@ class Client:
                 raise ValueError(
                     f"history[{index}]: expected a turnmemory.Message, got {type(message).__name__}"
                 )
-        if not isinstance(prompt, str):
-            raise ValueError(f"prompt: expected a string, got {type(prompt).__name__}")
+        if not isinstance(prompt, str) or not prompt.strip():
+            raise ValueError(f"prompt: expected non-blank text, got {prompt!r:.40}")
         table = tool_table(tools)
         if table and execute is None:
             raise ValueError("execute: required when tools are offered")
@@ -284,7 +284,8 @@ class Client:
                 calls, results = outcome.calls, []
                 turn.extend(outcome.items)
                 for call in calls:
-                    yield Event("tool_start", call_id=call.id, name=call.name, arguments=call.arguments or {})
+                    arguments = copy.deepcopy(call.arguments) if call.arguments is not None else {}
+                    yield Event("tool_start", call_id=call.id, name=call.name, arguments=arguments)
                     result = _execute(call, table, execute)
                     results.append(result)
                     yield Event(
