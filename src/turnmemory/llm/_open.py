@@ -11,7 +11,7 @@ from turnmemory.replay import ArgumentPolicy, IdStyle
 
 __all__ = ["PROVIDERS", "open_client"]
 
-PROVIDERS: dict[str, tuple[str, str, str]] = {
+_WIRES: dict[str, tuple[str, str, str]] = {
     "anthropic": ("turnmemory.llm.anthropic", "AnthropicWire", "anthropic"),
     "openai_chat": ("turnmemory.llm.openai_chat", "OpenAIChatWire", "openai"),
     "openai_responses": ("turnmemory.llm.openai_responses", "OpenAIResponsesWire", "openai"),
@@ -19,6 +19,9 @@ PROVIDERS: dict[str, tuple[str, str, str]] = {
     "bedrock": ("turnmemory.llm.bedrock", "BedrockWire", "boto3"),
 }
 """Provider name → (module, wire class, the SDK's package)."""
+
+PROVIDERS: tuple[str, ...] = tuple(_WIRES)
+"""The provider names ``open_client`` knows."""
 
 DEFAULT_MAX_TOOL_TURNS = 100
 
@@ -61,7 +64,7 @@ def open_client(
     :mod:`turnmemory.replay`: ``"empty"`` or ``"target"``; ``"historical"`` or ``"compact"``).
     A system prompt is the first message of the history.
     """
-    entry = PROVIDERS.get(provider)
+    entry = _WIRES.get(provider)
     if entry is None:
         raise ValueError(f"provider: expected one of {', '.join(PROVIDERS)}, got {provider!r}")
     if not isinstance(model, str) or not model:
