@@ -135,11 +135,11 @@ class Connection:
         try:
             with scope:  # its deadline bounds the start-up; lifted once the server is ready
                 async with AsyncExitStack() as stack:
+                    self.closed = False
                     transport = await self._transport(stack)
                     client = await stack.enter_async_context(
                         Client(transport, client_info=_CLIENT_INFO, read_timeout_seconds=self.config.timeout)
                     )
-                    self.closed = False
                     self.tools = await _list_tools(client)
                     scope.deadline = math.inf
                     self._client = client
