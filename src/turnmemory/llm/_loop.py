@@ -255,6 +255,7 @@ class Client:
         injected = self._pending or []
         base = wire.format([*history, Message(role="user", content=prompt)], copy.deepcopy(injected))
         turn_start = len(base[wire.items_key])
+        replayed_before = dict.fromkeys(wire.replayed_tools(base))
         turn: list[Item] = []
         calls: Sequence[Call] = ()
         results: list[ToolResult] = []
@@ -263,7 +264,8 @@ class Client:
         try:
             while True:
                 request = {**base, wire.items_key: [*base[wire.items_key], *turn]}
-                replayed = dict.fromkeys(wire.replayed_tools(request))
+                # The history's names are read once a turn; each iteration adds only its own items' names.
+                replayed = {**replayed_before, **dict.fromkeys(wire.replayed_tools({wire.items_key: turn}))}
                 specs = [*table.values(), *(placeholder_tool(name) for name in replayed if name not in table)]
                 outcome = yield from self._request(request, specs, turn_start)
                 if isinstance(outcome, Failure):

@@ -63,6 +63,7 @@ class AnthropicWire:
         else:
             self._client = anthropic.Anthropic(**sdk_options(connection))
         self.settings = settings
+        self._formatter = formatter.Formatter()
         if settings.temperature is not None:
             raise ValueError("temperature: the Anthropic Messages API takes no temperature")
         max_tokens = settings.max_tokens or DEFAULT_MAX_TOKENS
@@ -73,7 +74,7 @@ class AnthropicWire:
         self._max_tokens = max_tokens
 
     def format(self, messages: Sequence[Message], pending: list[Item]) -> dict[str, Any]:
-        return formatter.to_request(
+        return self._formatter.to_request(
             messages, pending=pending, arguments=self.settings.arguments, id_style=self.settings.id_style
         )
 
@@ -167,11 +168,10 @@ class AnthropicWire:
         self, request: Mapping[str, Any], tools: Sequence[ToolSpec], turn_start: int
     ) -> dict[str, Any]:
         settings = self.settings
-        messages = copy.deepcopy(request["messages"])
-        for message in messages:
-            _strip_cache_control(message)
+        # The request is shared with the formatter's cache: copy what changes, never mutate in place.
+        messages = [_without_cache_control(message) for message in request["messages"]]
         for index in {turn_start - 1, len(messages) - 1}:
-            _mark(messages[index])
+            messages[index] = _marked(messages[index])
         kwargs: dict[str, Any] = {
             "model": settings.model,
             "max_tokens": self._max_tokens,
@@ -219,26 +219,37 @@ def _param(block: Item) -> Item | None:
     return block
 
 
-def _strip_cache_control(message: Item) -> None:
-    message.pop("cache_control", None)
+def _without_cache_control(message: Item) -> Item:
+    """``message`` itself, or a copy without stale ``cache_control`` markers (from pending state)."""
     content = message.get("content")
-    for block in content if isinstance(content, list) else ():
-        if isinstance(block, dict):
-            block.pop("cache_control", None)
+    blocks = content if isinstance(content, list) else ()
+    if "cache_control" not in message and not any(
+        isinstance(block, dict) and "cache_control" in block for block in blocks
+    ):
+        return message
+    copied = {key: value for key, value in message.items() if key != "cache_control"}
+    if isinstance(content, list):
+        copied["content"] = [
+            {key: value for key, value in block.items() if key != "cache_control"}
+            if isinstance(block, dict)
+            else block
+            for block in content
+        ]
+    return copied
 
 
-def _mark(message: Item) -> None:
-    """Put a cache breakpoint on the last block of ``message`` (a copy the caller owns)."""
+def _marked(message: Item) -> Item:
+    """A copy of ``message`` with a cache breakpoint on its last block (thinking blocks take none)."""
     content = message.get("content")
     if isinstance(content, str):
         content = [_text(content)]
-        message["content"] = content
     if (
-        isinstance(content, list)
-        and content
-        and content[-1].get("type") not in ("thinking", "redacted_thinking")
+        not isinstance(content, list)
+        or not content
+        or content[-1].get("type") in ("thinking", "redacted_thinking")
     ):
-        content[-1]["cache_control"] = dict(_EPHEMERAL)
+        return message
+    return {**message, "content": [*content[:-1], {**content[-1], "cache_control": dict(_EPHEMERAL)}]}
 
 
 def _result_text(content: Any) -> str:

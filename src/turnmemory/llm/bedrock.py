@@ -62,9 +62,10 @@ class BedrockWire:
                 config=Config(**options),
             )
         self.settings = settings
+        self._formatter = formatter.Formatter()
 
     def format(self, messages: Sequence[Message], pending: list[Item]) -> dict[str, Any]:
-        return formatter.to_request(
+        return self._formatter.to_request(
             messages, pending=pending, arguments=self.settings.arguments, id_style=self.settings.id_style
         )
 

@@ -51,10 +51,11 @@ class GeminiWire:
                 api_key=connection.api_key, http_options=genai.types.HttpOptions(**options)
             )
         self.settings = settings
+        self._formatter = formatter.Formatter()
         self._generated = 0
 
     def format(self, messages: Sequence[Message], pending: list[Item]) -> dict[str, Any]:
-        return formatter.to_request(
+        return self._formatter.to_request(
             messages, pending=pending, arguments=self.settings.arguments, id_style=self.settings.id_style
         )
 

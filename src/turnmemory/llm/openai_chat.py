@@ -43,9 +43,10 @@ class OpenAIChatWire:
         self._client = openai_client(connection)
         self._official = connection.base_url is None and connection.client is None
         self.settings = settings
+        self._formatter = formatter.Formatter()
 
     def format(self, messages: Sequence[Message], pending: list[Item]) -> dict[str, Any]:
-        return formatter.to_request(
+        return self._formatter.to_request(
             messages, pending=pending, arguments=self.settings.arguments, id_style=self.settings.id_style
         )
 
