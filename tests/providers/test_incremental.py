@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tests.providers.strategies import message, native_pending, pending_iterations
 
 import turnmemory as tm
-from tests.providers.strategies import message, native_pending, pending_iterations
 from turnmemory import providers
 
 PROVIDERS = providers.PROVIDERS
@@ -53,11 +53,19 @@ def test_growing_conversation_matches_cold_builds(
 @pytest.mark.parametrize("provider", PROVIDERS)
 def test_changed_history_is_not_served_from_the_cache(provider: str) -> None:
     memory = tm.TurnMemory((tm.ToolActivity(3, "read_file", target="a.py"),))
-    first = [tm.Message("user", "go"), tm.Message("assistant", "Ok. done", memory), tm.Message("user", "more")]
+    first = [
+        tm.Message("user", "go"),
+        tm.Message("assistant", "Ok. done", memory),
+        tm.Message("user", "more"),
+    ]
     formatter = module(provider).Formatter()
     formatter.to_request(first)
     # The same positions, other objects and other content: a rewritten history (for example a compaction).
-    rewritten = [tm.Message("user", "go"), tm.Message("assistant", "Different prose"), tm.Message("user", "more")]
+    rewritten = [
+        tm.Message("user", "go"),
+        tm.Message("assistant", "Different prose"),
+        tm.Message("user", "more"),
+    ]
     assert dumps(formatter.to_request(rewritten)) == dumps(module(provider).to_request(rewritten))
     shorter = rewritten[:1]
     assert dumps(formatter.to_request(shorter)) == dumps(module(provider).to_request(shorter))
@@ -66,7 +74,11 @@ def test_changed_history_is_not_served_from_the_cache(provider: str) -> None:
 @pytest.mark.parametrize("provider", PROVIDERS)
 def test_results_of_earlier_requests_stay_as_they_were(provider: str) -> None:
     memory = tm.TurnMemory((tm.ToolActivity(3, "bash", target="make", failed_command="make", exit_code=2),))
-    history = [tm.Message("user", "go"), tm.Message("assistant", "Ok. done ", memory), tm.Message("user", "more")]
+    history = [
+        tm.Message("user", "go"),
+        tm.Message("assistant", "Ok. done ", memory),
+        tm.Message("user", "more"),
+    ]
     formatter = module(provider).Formatter()
     first = formatter.to_request(history)
     snapshot = dumps(first)
