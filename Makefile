@@ -3,7 +3,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-dev
 
-.PHONY: demo test lint typecheck clean
+.PHONY: demo test bench lint typecheck clean
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -15,6 +15,12 @@ $(STAMP): $(BIN)/python pyproject.toml
 
 demo: $(STAMP)
 	$(BIN)/python -m turnmemory.demo
+
+bench: $(STAMP)
+	$(BIN)/pip install --quiet -r benchmarks/requirements.txt
+	$(BIN)/python benchmarks/perf.py
+	$(BIN)/python benchmarks/langchain_compare.py
+	$(BIN)/python benchmarks/context_size.py
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks
