@@ -25,7 +25,7 @@ from turnmemory.agent.sessions import SessionStore
 from turnmemory.llm import Event
 from turnmemory.testing import FakeProviderServer, Reply, ToolCall
 
-PROMPT = "› "
+PROMPT = "›"
 
 
 def _spawn(server: FakeProviderServer, workspace: Path, data_dir: Path, tmp_path: Path) -> pexpect.spawn:
@@ -34,7 +34,8 @@ def _spawn(server: FakeProviderServer, workspace: Path, data_dir: Path, tmp_path
         TURNMEMORY_DATA_DIR=str(data_dir),
         XDG_CONFIG_HOME=str(tmp_path / "config"),
         OPENAI_API_KEY="test-key",
-        TERM="dumb",
+        TERM="xterm-256color",
+        NO_COLOR="1",
         PROMPT_TOOLKIT_NO_CPR="1",
     )
     child = pexpect.spawn(
@@ -70,7 +71,7 @@ def test_a_turn_with_a_diff_a_permission_prompt_an_interrupt_and_recovery(
                 ToolCall("edit_file", {"path": "app.py", "oldString": "value = 1", "newString": "value = 2"})
             ],
         ),
-        Reply(text="Fixed **it**."),
+        Reply(text="Fixed the value."),
         Reply(
             text="Waiting.",
             tool_calls=[ToolCall("bash", {"command": f"echo $$ > {pid_file}; exec sleep 60"})],
@@ -84,16 +85,17 @@ def test_a_turn_with_a_diff_a_permission_prompt_an_interrupt_and_recovery(
         child.expect_exact("Let me fix it.")
         child.expect_exact("-value = 1")
         child.expect_exact("+value = 2")
-        child.expect_exact("permission edit: ")
-        child.expect_exact("allow? [y] once  [a] this session  [n] deny: ")
+        child.expect_exact("edit: ")
+        child.expect_exact("allow? [y] once  [a] this session  [n] deny:")
         child.sendline("y")
         child.expect_exact("edit_file app.py ok")
-        child.expect_exact("Fixed it.")
+        child.expect_exact("Fixed the value.")
         child.expect_exact(PROMPT)
         assert (workspace / "app.py").read_text() == "value = 2\n"
 
         child.sendline("wait for it")
-        child.expect_exact("permission bash: ")
+        child.expect_exact("bash: echo")
+        child.expect_exact("deny:")
         child.sendline("a")
         deadline = time.monotonic() + 20
         while not (pid_file.exists() and pid_file.read_text().strip()):
