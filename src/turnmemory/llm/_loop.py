@@ -25,6 +25,7 @@ import copy
 from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
 from contextlib import closing
 from dataclasses import dataclass
+from types import ModuleType
 from typing import Any, Protocol
 
 from turnmemory.llm._retry import Failure, RetryPolicy, connection_failure, one_line
@@ -111,6 +112,31 @@ class Completion:
     text: str
     usage: Usage
     stop: Reason = "stop"
+
+
+class History:
+    """The history half every wire shares: requests built by the provider's incremental ``Formatter``.
+
+    ``provider`` is the wire's module in :mod:`turnmemory.providers`. One formatter per client, so the
+    historical messages of its conversation are rendered once.
+    """
+
+    def __init__(self, provider: ModuleType, settings: Settings) -> None:
+        self.settings = settings
+        self._provider = provider
+        self._formatter = provider.Formatter()
+
+    def format(self, messages: Sequence[Message], pending: list[Item]) -> dict[str, Any]:
+        """The request for ``messages`` (the new user message last), with ``pending`` before it."""
+        request: dict[str, Any] = self._formatter.to_request(
+            messages, pending=pending, arguments=self.settings.arguments, id_style=self.settings.id_style
+        )
+        return request
+
+    def replayed_tools(self, request: Mapping[str, Any]) -> Sequence[str]:
+        """Every tool name that ``request`` carries calls of."""
+        names: Sequence[str] = self._provider.replayed_tool_names(request)
+        return names
 
 
 class Wire(Protocol):

@@ -16,6 +16,7 @@ from typing import Any
 from turnmemory.llm._loop import (
     Completion,
     Connection,
+    History,
     Item,
     PendingReplay,
     Settings,
@@ -25,7 +26,6 @@ from turnmemory.llm._loop import (
 from turnmemory.llm._retry import Failure, connection_failure, http_failure
 from turnmemory.llm._tools import Call, ToolResult, ToolSpec, parse_output, result_text
 from turnmemory.llm.events import Event, Reason, Usage
-from turnmemory.memory import Message
 from turnmemory.providers import anthropic as formatter
 
 __all__ = ["AnthropicWire"]
@@ -44,7 +44,7 @@ _STOPS: Mapping[str | None, Reason] = {
 }
 
 
-class AnthropicWire:
+class AnthropicWire(History):
     """The Anthropic Messages wire format (``messages.stream``)."""
 
     items_key = "messages"
@@ -62,8 +62,7 @@ class AnthropicWire:
             self._client = connection.client.with_options(max_retries=0)
         else:
             self._client = anthropic.Anthropic(**sdk_options(connection))
-        self.settings = settings
-        self._formatter = formatter.Formatter()
+        super().__init__(formatter, settings)
         if settings.temperature is not None:
             raise ValueError("temperature: the Anthropic Messages API takes no temperature")
         max_tokens = settings.max_tokens or DEFAULT_MAX_TOKENS
@@ -72,14 +71,6 @@ class AnthropicWire:
                 f"thinking: the budget ({settings.thinking}) must be below max_tokens ({max_tokens})"
             )
         self._max_tokens = max_tokens
-
-    def format(self, messages: Sequence[Message], pending: list[Item]) -> dict[str, Any]:
-        return self._formatter.to_request(
-            messages, pending=pending, arguments=self.settings.arguments, id_style=self.settings.id_style
-        )
-
-    def replayed_tools(self, request: Mapping[str, Any]) -> Sequence[str]:
-        return formatter.replayed_tool_names(request)
 
     def stream(
         self, request: Mapping[str, Any], tools: Sequence[ToolSpec], turn_start: int

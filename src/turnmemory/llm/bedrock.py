@@ -13,11 +13,18 @@ import json
 from collections.abc import Generator, Mapping, Sequence
 from typing import Any
 
-from turnmemory.llm._loop import Completion, Connection, Item, PendingReplay, Settings, StreamInterrupted
+from turnmemory.llm._loop import (
+    Completion,
+    Connection,
+    History,
+    Item,
+    PendingReplay,
+    Settings,
+    StreamInterrupted,
+)
 from turnmemory.llm._retry import Failure, connection_failure, http_failure
 from turnmemory.llm._tools import NO_OUTPUT, Call, ToolResult, ToolSpec, object_result, parse_arguments, plain
 from turnmemory.llm.events import Event, Reason, Usage
-from turnmemory.memory import Message
 from turnmemory.providers import bedrock as formatter
 
 __all__ = ["BedrockWire"]
@@ -28,7 +35,7 @@ _STOPS: Mapping[str | None, Reason] = {
 }
 
 
-class BedrockWire:
+class BedrockWire(History):
     """The Converse wire format (``converse_stream``)."""
 
     items_key = "messages"
@@ -61,16 +68,7 @@ class BedrockWire:
                 region_name=connection.region,
                 config=Config(**options),
             )
-        self.settings = settings
-        self._formatter = formatter.Formatter()
-
-    def format(self, messages: Sequence[Message], pending: list[Item]) -> dict[str, Any]:
-        return self._formatter.to_request(
-            messages, pending=pending, arguments=self.settings.arguments, id_style=self.settings.id_style
-        )
-
-    def replayed_tools(self, request: Mapping[str, Any]) -> Sequence[str]:
-        return formatter.replayed_tool_names(request)
+        super().__init__(formatter, settings)
 
     def stream(
         self, request: Mapping[str, Any], tools: Sequence[ToolSpec], turn_start: int

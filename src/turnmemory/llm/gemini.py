@@ -10,11 +10,18 @@ from __future__ import annotations
 from collections.abc import Generator, Mapping, Sequence
 from typing import Any
 
-from turnmemory.llm._loop import Completion, Connection, Item, PendingReplay, Settings, StreamInterrupted
+from turnmemory.llm._loop import (
+    Completion,
+    Connection,
+    History,
+    Item,
+    PendingReplay,
+    Settings,
+    StreamInterrupted,
+)
 from turnmemory.llm._retry import Failure, connection_failure, http_failure
 from turnmemory.llm._tools import Call, ToolResult, ToolSpec, object_result
 from turnmemory.llm.events import Event, Reason, Usage
-from turnmemory.memory import Message
 from turnmemory.providers import gemini as formatter
 
 __all__ = ["GeminiWire"]
@@ -24,7 +31,7 @@ _PLAIN = frozenset({"text"})
 _THOUGHT = frozenset({"text", "thought"})
 
 
-class GeminiWire:
+class GeminiWire(History):
     """The Gemini ``generateContent`` wire format (streamed)."""
 
     items_key = "contents"
@@ -50,17 +57,8 @@ class GeminiWire:
             self._client = genai.Client(
                 api_key=connection.api_key, http_options=genai.types.HttpOptions(**options)
             )
-        self.settings = settings
-        self._formatter = formatter.Formatter()
+        super().__init__(formatter, settings)
         self._generated = 0
-
-    def format(self, messages: Sequence[Message], pending: list[Item]) -> dict[str, Any]:
-        return self._formatter.to_request(
-            messages, pending=pending, arguments=self.settings.arguments, id_style=self.settings.id_style
-        )
-
-    def replayed_tools(self, request: Mapping[str, Any]) -> Sequence[str]:
-        return formatter.replayed_tool_names(request)
 
     def stream(
         self, request: Mapping[str, Any], tools: Sequence[ToolSpec], turn_start: int

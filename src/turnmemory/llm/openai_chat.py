@@ -14,6 +14,7 @@ from typing import Any
 from turnmemory.llm._loop import (
     Completion,
     Connection,
+    History,
     Item,
     PendingReplay,
     Settings,
@@ -23,7 +24,6 @@ from turnmemory.llm._openai import function_tool, openai_client, openai_failure
 from turnmemory.llm._retry import Failure
 from turnmemory.llm._tools import Call, ToolResult, ToolSpec, parse_arguments, parse_output, result_text
 from turnmemory.llm.events import Event, Reason, Usage
-from turnmemory.memory import Message
 from turnmemory.providers import openai_chat as formatter
 
 __all__ = ["OpenAIChatWire"]
@@ -34,7 +34,7 @@ REASONING_KEYS = ("reasoning_content", "reasoning")
 _STOPS: Mapping[str | None, Reason] = {"length": "max_tokens"}
 
 
-class OpenAIChatWire:
+class OpenAIChatWire(History):
     """The Chat Completions wire format (streamed ``chat.completions.create``)."""
 
     items_key = "messages"
@@ -42,16 +42,7 @@ class OpenAIChatWire:
     def __init__(self, settings: Settings, connection: Connection) -> None:
         self._client = openai_client(connection)
         self._official = connection.base_url is None and connection.client is None
-        self.settings = settings
-        self._formatter = formatter.Formatter()
-
-    def format(self, messages: Sequence[Message], pending: list[Item]) -> dict[str, Any]:
-        return self._formatter.to_request(
-            messages, pending=pending, arguments=self.settings.arguments, id_style=self.settings.id_style
-        )
-
-    def replayed_tools(self, request: Mapping[str, Any]) -> Sequence[str]:
-        return formatter.replayed_tool_names(request)
+        super().__init__(formatter, settings)
 
     def stream(
         self, request: Mapping[str, Any], tools: Sequence[ToolSpec], turn_start: int

@@ -12,12 +12,19 @@ from __future__ import annotations
 from collections.abc import Generator, Mapping, Sequence
 from typing import Any
 
-from turnmemory.llm._loop import Completion, Connection, Item, PendingReplay, Settings, StreamInterrupted
+from turnmemory.llm._loop import (
+    Completion,
+    Connection,
+    History,
+    Item,
+    PendingReplay,
+    Settings,
+    StreamInterrupted,
+)
 from turnmemory.llm._openai import function_tool, openai_client, openai_failure
 from turnmemory.llm._retry import Failure, http_failure
 from turnmemory.llm._tools import Call, ToolResult, ToolSpec, parse_arguments, parse_output, result_text
 from turnmemory.llm.events import Event, Reason, Usage
-from turnmemory.memory import Message
 from turnmemory.providers import openai_responses as formatter
 
 __all__ = ["OpenAIResponsesWire", "ResponseFailed"]
@@ -35,23 +42,14 @@ class ResponseFailed(Exception):
         self.message = message
 
 
-class OpenAIResponsesWire:
+class OpenAIResponsesWire(History):
     """The Responses wire format (streamed ``responses.create``)."""
 
     items_key = "input"
 
     def __init__(self, settings: Settings, connection: Connection) -> None:
         self._client = openai_client(connection)
-        self.settings = settings
-        self._formatter = formatter.Formatter()
-
-    def format(self, messages: Sequence[Message], pending: list[Item]) -> dict[str, Any]:
-        return self._formatter.to_request(
-            messages, pending=pending, arguments=self.settings.arguments, id_style=self.settings.id_style
-        )
-
-    def replayed_tools(self, request: Mapping[str, Any]) -> Sequence[str]:
-        return formatter.replayed_tool_names(request)
+        super().__init__(formatter, settings)
 
     def stream(
         self, request: Mapping[str, Any], tools: Sequence[ToolSpec], turn_start: int
