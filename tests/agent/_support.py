@@ -7,8 +7,6 @@ import json
 import re
 from typing import Any
 
-import pytest
-
 from turnmemory.agent.config import AgentConfig
 from turnmemory.llm import Client, Event, RetryPolicy, open_client
 from turnmemory.memory import Message
@@ -21,28 +19,6 @@ MODELS = {
     "gemini": "gemini-2.5-flash",
     "bedrock": "anthropic.claude-sonnet-4-5",
 }
-KEY_VARIABLES = {
-    "anthropic": "ANTHROPIC_API_KEY",
-    "openai_chat": "OPENAI_API_KEY",
-    "openai_responses": "OPENAI_API_KEY",
-    "gemini": "GEMINI_API_KEY",
-}
-
-
-def available(provider: str) -> bool:
-    """Whether the LLM layer has a client for ``provider`` yet."""
-    try:
-        importlib.import_module(f"turnmemory.llm.{provider}")
-    except ModuleNotFoundError:
-        return False
-    return True
-
-
-def provider_params() -> list[Any]:
-    return [
-        pytest.param(name, marks=pytest.mark.skipif(not available(name), reason=f"no {name} client yet"))
-        for name in PROVIDERS
-    ]
 
 
 class RecordingView:

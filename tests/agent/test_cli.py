@@ -12,7 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from tests.agent._support import KEY_VARIABLES, body_text, conversation_of, expected_request
+from tests.agent._support import body_text, conversation_of, expected_request
 
 from turnmemory import Message, ToolActivity, TurnMemory
 from turnmemory.agent.loop import Agent
@@ -283,6 +283,6 @@ def test_a_missing_key_is_a_one_line_error(cli: Run, server: FakeProviderServer)
     done = cli("run", "--provider", "gemini", "hello", expect=2)
     assert (
         done.stderr
-        == f"turnmemory: missing API key for gemini: set {KEY_VARIABLES['gemini']} or GOOGLE_API_KEY or [providers.gemini] api_key\n"
+        == "turnmemory: missing API key for gemini: set GEMINI_API_KEY or GOOGLE_API_KEY or [providers.gemini] api_key\n"
     )
     assert server.requests == []

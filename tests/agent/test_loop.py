@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 from tests.agent._support import (
+    PROVIDERS,
     RecordingView,
     body_text,
     conversation_of,
     expected_request,
-    provider_params,
 )
 
 from turnmemory import Message, ToolActivity, TurnMemory
@@ -68,7 +68,7 @@ def user(text: str) -> Message:
     return Message(role="user", content=text)
 
 
-@pytest.mark.parametrize("provider", provider_params())
+@pytest.mark.parametrize("provider", PROVIDERS)
 def test_three_turns_carry_exactly_the_historical_blocks(
     provider: str, make_agent: MakeAgent, server: FakeProviderServer, workspace: Path
 ) -> None:
