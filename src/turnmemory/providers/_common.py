@@ -8,7 +8,6 @@ inserting the pending provider state before the final user message.
 
 from __future__ import annotations
 
-import copy
 import json
 import re
 import string
@@ -16,7 +15,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from functools import lru_cache
 from itertools import count, product
-from typing import Any, Self, TypeVar
+from typing import Any, TypeVar
 
 from turnmemory.memory import Message
 from turnmemory.replay import ArgumentPolicy, HistoricalCall, IdStyle, Step, historical_steps, result_json
@@ -168,27 +167,36 @@ def _final_user(messages: Sequence[Message]) -> int:
 
 
 class ItemBuild:
-    """The item list of a format without role merging (OpenAI Chat, Responses), built message by message."""
+    """The items of a format without role merging (OpenAI Chat, Responses), built message by message.
 
-    __slots__ = ("items", "render")
+    System messages become items like any other; their non-blank texts are also collected (Responses
+    sends them as ``instructions``).
+    """
+
+    __slots__ = ("items", "render", "systems")
 
     def __init__(self, render: Callable[[Message, int, Options, set[str]], Sequence[Block]]) -> None:
         self.render = render
         self.items: list[Block] = []
+        self.systems: list[str] = []
 
     def add(self, index: int, message: Message, options: Options, taken: set[str]) -> None:
         """Append one message's items."""
+        if message.role == "system" and not is_blank(message.content):
+            self.systems.append(message.content)
         self.items.extend(self.render(message, index, options, taken))
 
     def add_pending(self, pending: Sequence[Block]) -> None:
         """Append the pending provider state verbatim."""
         self.items.extend(pending)
 
-    def copy(self) -> Self:
-        """An independent copy (the items themselves are shared: they never change)."""
-        twin = copy.copy(self)
-        twin.items = list(self.items)
-        return twin
+    def tail(self) -> ItemBuild:
+        """An empty builder for what follows this one; this one is left as it is."""
+        return ItemBuild(self.render)
+
+    def joined(self, tail: ItemBuild) -> tuple[list[str], list[Block]]:
+        """System texts and items of this builder followed by ``tail``."""
+        return [*self.systems, *tail.systems], [*self.items, *tail.items]
 
 
 @dataclass(frozen=True, slots=True)
@@ -266,24 +274,29 @@ class TurnBuild:
                 blocks = content if isinstance(content, list) else []
             self._add(str(message.get("role")), blocks, message)
 
-    def copy(self) -> Self:
-        """An independent copy; only the last turn can still grow, so only its block list is copied.
+    def tail(self) -> TurnBuild:
+        """A builder for what follows this one, holding a copy of the last turn (the only one that can grow).
 
-        The wire dicts of the closed turns are built first, so that both copies share them.
+        This one is left as it is, so a cached state can be continued by many requests.
         """
         self._build_closed()
-        twin = copy.copy(self)
-        twin.systems = list(self.systems)
-        twin._roles = list(self._roles)
-        twin._blocks = list(self._blocks)
-        twin._verbatim = list(self._verbatim)
-        twin._built = list(self._built)
-        if twin._blocks and isinstance(twin._blocks[-1], list):
-            twin._blocks[-1] = list(twin._blocks[-1])
+        twin = TurnBuild(self.fmt)
+        twin.opened = self.opened
+        if self._roles:
+            last = self._blocks[-1]
+            twin._roles = [self._roles[-1]]
+            twin._blocks = [list(last) if isinstance(last, list) else last]
+            twin._verbatim = [self._verbatim[-1]]
         return twin
 
-    def messages(self, *, strip_final: bool) -> list[Block]:
-        """The wire turns; with ``strip_final``, a final assistant text loses its trailing whitespace."""
+    def joined(self, tail: TurnBuild, *, strip_final: bool) -> tuple[list[str], list[Block]]:
+        """System texts and wire turns of this builder's closed turns followed by ``tail``.
+
+        With ``strip_final``, a final assistant text loses its trailing whitespace.
+        """
+        return [*self.systems, *tail.systems], [*self._built, *tail._messages(strip_final)]
+
+    def _messages(self, strip_final: bool) -> list[Block]:
         self._build_closed()
         last = len(self._roles) - 1
         if last < 0:
@@ -336,12 +349,14 @@ def build_request(
     new: Callable[[], B],
     pending_ids: Callable[[Sequence[Block]], Iterable[str]],
     cache: RequestCache | None = None,
-) -> B:
-    """Feed a whole request into a fresh builder from ``new`` (or resume one from ``cache``).
+) -> tuple[B, B]:
+    """Feed a whole request into builders: one for the history, one (its ``tail``) for what follows.
 
-    Pending state goes right before the final user message (at the end when the last message is not a
-    user message). With a cache, the builder state just before the pending state is kept, so the next
-    request of the same conversation only renders the messages appended since.
+    The history builder holds every message before the final user message; the tail holds the pending
+    state (inserted right before the final user message, or at the end when the last message is not a
+    user message) and that message. With a cache, the history builder is resumed from the previous
+    request of the conversation and kept for the next one, so only the messages appended since are
+    rendered.
     """
     items = _checked_pending(pending)
     taken = set(pending_ids(items))
@@ -355,11 +370,11 @@ def build_request(
         build.add(index, _message(messages, index), options, taken)
     if keep is not None:
         keep.store(messages[:final], options, build)
-        build = build.copy()
-    build.add_pending(items)
+    tail = build.tail()
+    tail.add_pending(items)
     if final < len(messages):
-        build.add(final, messages[final], options, taken)
-    return build
+        tail.add(final, messages[final], options, taken)
+    return build, tail
 
 
 def item_request(
@@ -369,9 +384,10 @@ def item_request(
     render: Callable[[Message, int, Options, set[str]], Sequence[Block]],
     pending_ids: Callable[[Sequence[Block]], Iterable[str]],
     cache: RequestCache | None = None,
-) -> list[Block]:
-    """The item list of a format without role merging (OpenAI Chat, Responses)."""
-    return build_request(messages, pending, options, lambda: ItemBuild(render), pending_ids, cache).items
+) -> tuple[list[str], list[Block]]:
+    """System texts and items of a format without role merging (OpenAI Chat, Responses)."""
+    build, tail = build_request(messages, pending, options, lambda: ItemBuild(render), pending_ids, cache)
+    return build.joined(tail)
 
 
 def turn_request(
@@ -382,8 +398,8 @@ def turn_request(
     cache: RequestCache | None = None,
 ) -> tuple[list[str], list[Block]]:
     """System texts and alternating turns of a turn-based format (Anthropic, Gemini, Bedrock)."""
-    build = build_request(messages, pending, options, lambda: TurnBuild(fmt), fmt.pending_ids, cache)
-    return build.systems, build.messages(strip_final=fmt.strip_final and not pending)
+    build, tail = build_request(messages, pending, options, lambda: TurnBuild(fmt), fmt.pending_ids, cache)
+    return build.joined(tail, strip_final=fmt.strip_final and not pending)
 
 
 def _may_collide(taken: set[str], options: Options) -> bool:
@@ -399,7 +415,7 @@ class RequestCache:
     __slots__ = ("_build", "_messages", "_options")
 
     def __init__(self) -> None:
-        self._messages: Sequence[Message] = ()
+        self._messages: tuple[Message, ...] = ()
         self._options: Options | None = None
         self._build: ItemBuild | TurnBuild | None = None
 
@@ -414,7 +430,7 @@ class RequestCache:
             build is None
             or options != self._options
             or len(kept) > final
-            or any(new is not old for new, old in zip(messages[: len(kept)], kept, strict=True))
+            or tuple(messages[: len(kept)]) != kept
         ):
             return None
         return build, len(kept)

@@ -100,7 +100,8 @@ def to_request(
 def _build(
     messages: Sequence[Message], pending: Sequence[Block] | None, options: Options, cache: RequestCache | None
 ) -> dict[str, Any]:
-    return {"messages": item_request(messages, pending, options, _render, _pending_ids, cache)}
+    _, items = item_request(messages, pending, options, _render, _pending_ids, cache)
+    return {"messages": items}
 
 
 class Formatter(IncrementalFormatter):

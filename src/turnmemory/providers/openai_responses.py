@@ -21,7 +21,6 @@ from turnmemory.providers._common import (
     RequestCache,
     compact_json,
     duplicates,
-    is_blank,
     is_json_text,
     item_request,
     missing_names,
@@ -98,12 +97,8 @@ def to_request(
 def _build(
     messages: Sequence[Message], pending: Sequence[Block] | None, options: Options, cache: RequestCache | None
 ) -> dict[str, Any]:
-    request: dict[str, Any] = {
-        "input": item_request(messages, pending, options, _render, _pending_ids, cache)
-    }
-    systems = [
-        message.content for message in messages if message.role == "system" and not is_blank(message.content)
-    ]
+    systems, items = item_request(messages, pending, options, _render, _pending_ids, cache)
+    request: dict[str, Any] = {"input": items}
     if systems:
         request["instructions"] = "\n\n".join(systems)
     return request
