@@ -161,12 +161,19 @@ def bench_sizes(sizes: list[int]) -> None:
                 )
         tracemalloc.start()
         peak_history = synthetic.session(turns)
-        _, peak_build = tracemalloc.get_traced_memory()
+        retained, peak_build = tracemalloc.get_traced_memory()
         tracemalloc.reset_peak()
         providers.anthropic.to_request(peak_history)
         _, peak_format = tracemalloc.get_traced_memory()
         tracemalloc.stop()
-        mem_rows.append([f"{turns:,}", f"{peak_build / 2**20:.1f} MiB", f"{peak_format / 2**20:.1f} MiB"])
+        mem_rows.append(
+            [
+                f"{turns:,}",
+                f"{retained / 2**20:.1f} MiB",
+                f"{peak_build / 2**20:.1f} MiB",
+                f"{(peak_format - retained) / 2**20:.1f} MiB",
+            ]
+        )
         del peak_history
     table(
         "Recording and loading",
@@ -184,7 +191,16 @@ def bench_sizes(sizes: list[int]) -> None:
             ["turns", "provider", "per new turn", "cold", "speed-up", "identical"],
             incr_rows,
         )
-    table("Peak memory (tracemalloc)", ["turns", "recording the session", "anthropic to_request"], mem_rows)
+    table(
+        "Memory (tracemalloc)",
+        [
+            "turns",
+            "history held (prose + TurnMemory)",
+            "peak while recording raw turns",
+            "anthropic to_request",
+        ],
+        mem_rows,
+    )
 
 
 def _incremental(module: Any, history: list[tm.Message], repeat: int) -> tuple[float, bool] | None:

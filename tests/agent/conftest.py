@@ -16,19 +16,6 @@ from turnmemory.agent.sessions import SessionStore
 from turnmemory.testing import FakeProviderServer
 
 
-@pytest.fixture(scope="module")
-def module_server() -> Iterator[FakeProviderServer]:
-    with FakeProviderServer() as server:
-        yield server
-
-
-@pytest.fixture
-def server(module_server: FakeProviderServer) -> Iterator[FakeProviderServer]:
-    module_server.reset()
-    yield module_server
-    assert module_server.remaining == 0, "the test left scripted items unconsumed"
-
-
 @pytest.fixture
 def data_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """An isolated user data directory (and AWS test credentials for Bedrock)."""

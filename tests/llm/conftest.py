@@ -28,19 +28,6 @@ Entry = tuple[Any, ...]
 ``("result", id, text, is_error)`` or ``("reasoning", opaque)``."""
 
 
-@pytest.fixture(scope="module")
-def module_server() -> Iterator[FakeProviderServer]:
-    with FakeProviderServer() as server:
-        yield server
-
-
-@pytest.fixture
-def server(module_server: FakeProviderServer) -> Iterator[FakeProviderServer]:
-    module_server.reset()
-    yield module_server
-    assert module_server.remaining == 0, "the test left scripted items unconsumed"
-
-
 @pytest.fixture
 def sleeps() -> list[float]:
     """The delays the retry policy slept, in order."""
