@@ -8,6 +8,7 @@ bulky value into a provider request.
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 __all__ = ["MAX_FIELD_BYTES", "REDACTED", "bound_text", "cut_utf8", "is_unicode", "redact"]
 
@@ -139,6 +140,20 @@ def bound_text(text: str, limit: int = MAX_FIELD_BYTES) -> str:
     Control characters are dropped. Text longer than ``limit`` bytes is cut on a character boundary
     and ends in ``...``. The result may be empty.
     """
+    if len(text) <= _CACHED_CHARS:
+        return _bound_short(text, limit)
+    return _bound(text, limit)
+
+
+_CACHED_CHARS = 1024  # targets repeat (the same paths and commands), so short ones are memoized
+
+
+@lru_cache(maxsize=8192)
+def _bound_short(text: str, limit: int) -> str:
+    return _bound(text, limit)
+
+
+def _bound(text: str, limit: int) -> str:
     text = _CONTROL.sub("", text[:_SCAN_CHARS])
     text = " ".join(redact(text).split())
     if len(text.encode("utf-8")) <= limit:
