@@ -452,3 +452,12 @@ def test_command_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Non
     assert "the first message must be a user message" in capsys.readouterr().out
     assert main(["nope", str(good)]) == 2
     assert main(["bedrock", str(tmp_path / "missing.json")]) == 2
+
+
+def test_gemini_empty_text_part_with_a_thought_signature_is_accepted() -> None:
+    """Gemini returns such parts itself (a signature on an empty text); replaying them is valid."""
+    for key in ("thought_signature", "thoughtSignature"):
+        body = edit(
+            spec("gemini"), lambda b, k=key: b["contents"][5]["parts"][0].update({"text": "", k: "c2ln"})
+        )
+        assert check_request("gemini", body) == []

@@ -205,10 +205,14 @@ def problems(body: Mapping[str, Any], *, require_tools: bool | None = None) -> l
 
 
 def _text_problems(where: str, content: Mapping[str, Any]) -> list[str]:
+    # Gemini itself returns empty text parts that carry only a thought signature; those are replayed as is.
     return [
         f"{where}.parts[{j}]: empty text part"
         for j, part in enumerate(_parts(content))
-        if isinstance(part, Mapping) and "text" in part and part["text"] in ("", None)
+        if isinstance(part, Mapping)
+        and "text" in part
+        and part["text"] in ("", None)
+        and _field(part, "thought_signature", "thoughtSignature") is None
     ]
 
 
