@@ -148,3 +148,30 @@ def test_from_dict_returns_a_message_or_raises_value_error_and_replay_never_rais
     assert "".join(s.text for s in steps) == msg.content
     json.dumps(msg.to_dict())
     assert tm.Message.from_dict(msg.to_dict()) == msg
+
+
+secret_tokens = st.one_of(
+    st.from_regex(r"sk-proj-[A-Za-z0-9]{24}", fullmatch=True),
+    st.from_regex(r"ghp_[A-Za-z0-9]{36}", fullmatch=True),
+    st.from_regex(r"AKIA[0-9A-Z]{16}", fullmatch=True),
+    st.from_regex(r"xoxb-[0-9]{12}-[A-Za-z0-9]{12}", fullmatch=True),
+    st.from_regex(r"AIza[0-9A-Za-z_-]{35}", fullmatch=True),
+)
+surrounding = st.text(st.characters(codec="utf-8", exclude_characters="\x00"), max_size=300)
+
+
+@settings(max_examples=300, deadline=None)
+@given(surrounding, secret_tokens, surrounding)
+def test_retained_targets_are_bounded_redacted_and_stable(before: str, secret: str, after: str) -> None:
+    act = tm.TurnRecorder("/ws")
+    act.tool_start("1", "bash", {"command": f"{before} {secret} {after}"})
+    act.tool_end("1", output={"exit_code": 1})
+    (activity,) = act.finish().activities
+    for value in (activity.target, activity.failed_command):
+        assert value is not None
+        assert len(value.encode("utf-8")) <= 256
+        assert secret not in value
+        assert value == " ".join(value.split())
+        assert all(ch.isprintable() or ch == " " for ch in value if ord(ch) < 0x80)
+    reloaded = tm.ToolActivity.from_dict(activity.to_dict())
+    assert reloaded == activity
