@@ -97,3 +97,26 @@ def test_bedrock_unparsable_tool_input_replays_as_an_empty_object() -> None:
     content, calls = _finish(blocks, {0: ['{"n": ']})
     assert content == [{"toolUse": {"toolUseId": "t1", "name": "probe", "input": {}}}]
     assert calls[0].arguments is None and calls[0].raw_arguments == '{"n": '
+
+
+def test_anthropic_strips_stale_cache_markers_from_injected_pending_state() -> None:
+    import turnmemory as tm
+    from turnmemory.llm._loop import Connection, Settings
+    from turnmemory.llm.anthropic import AnthropicWire
+
+    wire = AnthropicWire(Settings(model="m"), Connection(api_key="test"))
+    marked = {"type": "ephemeral"}
+    pending: list[dict[str, Any]] = [
+        {
+            "role": "assistant",
+            "cache_control": marked,
+            "content": [
+                {"type": "text", "text": "Working.", "cache_control": marked},
+                {"type": "tool_use", "id": "toolu_1", "name": "read_file", "input": {}},
+            ],
+        },
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "ok"}]},
+    ]
+    request = wire.format([tm.Message("user", "go"), tm.Message("user", "next")], pending)
+    assert "cache_control" not in str(request)
+    assert "cache_control" in str(pending)  # the caller's state is left as it was

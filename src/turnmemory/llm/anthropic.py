@@ -26,6 +26,7 @@ from turnmemory.llm._loop import (
 from turnmemory.llm._retry import Failure, connection_failure, http_failure
 from turnmemory.llm._tools import Call, ToolResult, ToolSpec, parse_output, result_text
 from turnmemory.llm.events import Event, Reason, Usage
+from turnmemory.memory import Message
 from turnmemory.providers import anthropic as formatter
 
 __all__ = ["AnthropicWire"]
@@ -155,12 +156,20 @@ class AnthropicWire(History):
                         block.get("tool_use_id", ""), parse_output(text, is_error=bool(block.get("is_error")))
                     )
 
+    def format(self, messages: Sequence[Message], pending: list[Item]) -> dict[str, Any]:
+        """The request, with stale ``cache_control`` markers removed from the pending state it injects.
+
+        Pending state is the only part of a request that does not come from the formatter or from this
+        client's own conversion of responses, so it is the only place such markers can hide.
+        """
+        return super().format(messages, [_without_cache_control(message) for message in pending])
+
     def _kwargs(
         self, request: Mapping[str, Any], tools: Sequence[ToolSpec], turn_start: int
     ) -> dict[str, Any]:
         settings = self.settings
         # The request is shared with the formatter's cache: copy what changes, never mutate in place.
-        messages = [_without_cache_control(message) for message in request["messages"]]
+        messages = list(request["messages"])
         for index in {turn_start - 1, len(messages) - 1}:
             messages[index] = _marked(messages[index])
         kwargs: dict[str, Any] = {
