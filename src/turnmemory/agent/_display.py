@@ -11,9 +11,8 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from turnmemory._text import bound_text
 from turnmemory.agent.sessions import LoadedSession
-from turnmemory.retention import retain
+from turnmemory.retention import bound_text, retain
 
 __all__ = ["one_line", "session_lines", "timestamp", "tool_label", "tool_outcome"]
 

@@ -30,9 +30,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from turnmemory._text import cut_utf8, redact
 from turnmemory.memory import Message
-from turnmemory.retention import DEFAULT_RULES, ToolRule, retain
+from turnmemory.retention import DEFAULT_RULES, ToolRule, cut_utf8, redact, retain
 from turnmemory.segments import AssistantSegment, PermissionSegment, ReasoningSegment, Segment, ToolSegment
 
 __all__ = [
