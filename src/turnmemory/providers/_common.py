@@ -38,6 +38,7 @@ __all__ = [
     "is_json_text",
     "item_request",
     "json_object",
+    "list_at",
     "missing_names",
     "replay_steps",
     "tool_name",
@@ -474,6 +475,12 @@ class IncrementalFormatter:
     ) -> dict[str, Any]:
         """The provider's request builder; each provider's ``Formatter`` sets it."""
         raise NotImplementedError
+
+
+def list_at(mapping: Mapping[str, Any], key: str) -> list[Any]:
+    """``mapping[key]`` when it is a list, else an empty list (request bodies may hold anything)."""
+    value = mapping.get(key)
+    return value if isinstance(value, list) else []
 
 
 def missing_names(replayed: Iterable[str], offered: Iterable[str]) -> list[str]:

@@ -27,6 +27,7 @@ from turnmemory.providers._common import (
     duplicates,
     is_blank,
     json_object,
+    list_at,
     missing_names,
     tool_name,
     turn_request,
@@ -114,16 +115,11 @@ class Formatter(IncrementalFormatter):
     build = staticmethod(_build)
 
 
-def _messages(request: Mapping[str, Any]) -> list[Any]:
-    messages = request.get("messages")
-    return messages if isinstance(messages, list) else []
-
-
 def replayed_tool_names(request: Mapping[str, Any]) -> list[str]:
     """The names of the ``tool_use`` blocks a request (or wire body) holds, in order, once each."""
     names = (
         block["name"]
-        for message in _messages(request)
+        for message in list_at(request, "messages")
         if isinstance(message, Mapping)
         for block in _blocks(message)
         if isinstance(block, Mapping)

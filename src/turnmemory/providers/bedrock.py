@@ -29,6 +29,7 @@ from turnmemory.providers._common import (
     duplicates,
     is_blank,
     json_object,
+    list_at,
     missing_names,
     tool_name,
     turn_request,
@@ -66,15 +67,10 @@ def _result(call: HistoricalCall) -> Block:
     }
 
 
-def _blocks(message: Mapping[str, Any]) -> list[Any]:
-    content = message.get("content")
-    return content if isinstance(content, list) else []
-
-
 def _tool_blocks(messages: Sequence[Any], key: str) -> Iterator[Mapping[str, Any]]:
     for message in messages:
         if isinstance(message, Mapping):
-            for block in _blocks(message):
+            for block in list_at(message, "content"):
                 if isinstance(block, Mapping) and isinstance(block.get(key), Mapping):
                     yield block[key]
 
@@ -124,16 +120,11 @@ class Formatter(IncrementalFormatter):
     build = staticmethod(_build)
 
 
-def _messages(request: Mapping[str, Any]) -> list[Any]:
-    messages = request.get("messages")
-    return messages if isinstance(messages, list) else []
-
-
 def replayed_tool_names(request: Mapping[str, Any]) -> list[str]:
     """The names of the ``toolUse`` blocks a request (or wire body) holds, in order, once each."""
     names = (
         block["name"]
-        for block in _tool_blocks(_messages(request), "toolUse")
+        for block in _tool_blocks(list_at(request, "messages"), "toolUse")
         if isinstance(block.get("name"), str)
     )
     return missing_names(names, ())

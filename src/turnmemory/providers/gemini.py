@@ -28,6 +28,7 @@ from turnmemory.providers._common import (
     RequestCache,
     TurnFormat,
     json_object,
+    list_at,
     missing_names,
     tool_name,
     turn_request,
@@ -67,14 +68,9 @@ def _field(part: Mapping[str, Any], snake: str, camel: str) -> Any:
     return part[snake] if snake in part else part.get(camel)
 
 
-def _parts(content: Mapping[str, Any]) -> list[Any]:
-    parts = content.get("parts")
-    return parts if isinstance(parts, list) else []
-
-
 def _pending_ids(pending: Sequence[Block]) -> Iterator[str]:
     for content in pending:
-        for part in _parts(content):
+        for part in list_at(content, "parts"):
             if not isinstance(part, Mapping):
                 continue
             for snake, camel in (
@@ -128,13 +124,8 @@ class Formatter(IncrementalFormatter):
     build = staticmethod(_build)
 
 
-def _contents(request: Mapping[str, Any]) -> list[Any]:
-    contents = request.get("contents")
-    return contents if isinstance(contents, list) else []
-
-
 def _function_calls(content: Mapping[str, Any]) -> Iterator[Mapping[str, Any]]:
-    for part in _parts(content):
+    for part in list_at(content, "parts"):
         if isinstance(part, Mapping):
             call = _field(part, "function_call", "functionCall")
             if isinstance(call, Mapping):
@@ -145,7 +136,7 @@ def replayed_tool_names(request: Mapping[str, Any]) -> list[str]:
     """The names of the function calls a request (or camelCase wire body) holds, in order, once each."""
     names = (
         call["name"]
-        for content in _contents(request)
+        for content in list_at(request, "contents")
         if isinstance(content, Mapping)
         for call in _function_calls(content)
         if isinstance(call.get("name"), str)
@@ -208,7 +199,7 @@ def _text_problems(where: str, content: Mapping[str, Any]) -> list[str]:
     # Gemini itself returns empty text parts that carry only a thought signature; those are replayed as is.
     return [
         f"{where}.parts[{j}]: empty text part"
-        for j, part in enumerate(_parts(content))
+        for j, part in enumerate(list_at(content, "parts"))
         if isinstance(part, Mapping)
         and "text" in part
         and part["text"] in ("", None)

@@ -23,6 +23,7 @@ from turnmemory.providers._common import (
     duplicates,
     is_json_text,
     item_request,
+    list_at,
     missing_names,
     replay_steps,
     tool_name,
@@ -110,16 +111,11 @@ class Formatter(IncrementalFormatter):
     build = staticmethod(_build)
 
 
-def _items(request: Mapping[str, Any]) -> list[Any]:
-    items = request.get("input")
-    return items if isinstance(items, list) else []
-
-
 def replayed_tool_names(request: Mapping[str, Any]) -> list[str]:
     """The names of the ``function_call`` items a request (or wire body) holds, in order, once each."""
     names = (
         item["name"]
-        for item in _items(request)
+        for item in list_at(request, "input")
         if isinstance(item, Mapping)
         and item.get("type") == "function_call"
         and isinstance(item.get("name"), str)
