@@ -1,15 +1,18 @@
-"""Helpers shared by the agent tests: the recording view, fast clients, provider lists, body normalization."""
+"""Helpers shared by the agent tests: the recording view, fast clients, provider lists, body normalization,
+and the three-turn scenario (its files, script and private strings)."""
 
 from __future__ import annotations
 
 import importlib
 import json
 import re
+from pathlib import Path
 from typing import Any
 
 from turnmemory.agent.config import AgentConfig
 from turnmemory.llm import Client, Event, RetryPolicy, open_client
 from turnmemory.memory import Message
+from turnmemory.testing import Reply, ToolCall
 
 PROVIDERS = ("anthropic", "openai_chat", "openai_responses", "gemini", "bedrock")
 MODELS = {
@@ -87,3 +90,34 @@ def conversation_of(body: dict[str, Any], expected: dict[str, Any]) -> dict[str,
     """The keys of ``body`` that the formatter produced (system, messages...), normalized."""
     plain = normalized(body)
     return {key: plain.get(key) for key in expected}
+
+
+FILE_SECRET = "DISTINCTIVE-FILE-CONTENT-7f3a"
+"""The content of the three-turn scenario's notes file; no later request may carry it."""
+OUTPUT_SECRET = "RAW-COMMAND-OUTPUT-91c2"
+"""What the scenario's failing command prints; no later request may carry it."""
+COMMAND = "printf 'RAW-COMMAND-OUTPUT-%s' 91c2; exit 4"
+"""The scenario's failing bash command (it prints OUTPUT_SECRET without containing it)."""
+
+
+def scenario_files(workspace: Path) -> None:
+    """The files the three-turn scenario reads and edits."""
+    (workspace / "notes.txt").write_text(f"{FILE_SECRET}\n")
+    (workspace / "app.py").write_text("value = 1\n")
+
+
+def three_turn_script() -> list[Reply]:
+    """Turn 1 reads the notes; turn 2 edits app.py and runs a failing command; turn 3 answers."""
+    return [
+        Reply(text="Reading notes.", tool_calls=[ToolCall("read_file", {"path": "notes.txt"})]),
+        Reply(text="They say hello."),
+        Reply(
+            text="Editing.",
+            tool_calls=[
+                ToolCall("edit_file", {"path": "app.py", "oldString": "value = 1", "newString": "value = 22"})
+            ],
+        ),
+        Reply(text="Checking.", tool_calls=[ToolCall("bash", {"command": COMMAND})]),
+        Reply(text="It failed."),
+        Reply(text="Summary."),
+    ]

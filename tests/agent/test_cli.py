@@ -12,17 +12,22 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from tests.agent._support import body_text, conversation_of, expected_request
+from tests.agent._support import (
+    COMMAND,
+    FILE_SECRET,
+    OUTPUT_SECRET,
+    body_text,
+    conversation_of,
+    expected_request,
+    scenario_files,
+    three_turn_script,
+)
 
 from turnmemory import Message, ToolActivity, TurnMemory
 from turnmemory.agent.loop import Agent
 from turnmemory.agent.prompt import system_prompt
 from turnmemory.agent.sessions import SessionStore
 from turnmemory.testing import Failure, FakeProviderServer, Reply, ToolCall
-
-FILE_SECRET = "DISTINCTIVE-FILE-CONTENT-51b0"
-OUTPUT_SECRET = "RAW-COMMAND-OUTPUT-e4d8"
-COMMAND = "printf 'RAW-COMMAND-OUTPUT-%s' e4d8; exit 4"
 
 Run = Callable[..., subprocess.CompletedProcess[str]]
 
@@ -62,11 +67,6 @@ def cli(data_dir: Path, workspace: Path, tmp_path: Path) -> Run:
     return run
 
 
-def _files(workspace: Path) -> None:
-    (workspace / "notes.txt").write_text(f"{FILE_SECRET}\n")
-    (workspace / "app.py").write_text("value = 1\n")
-
-
 def _session_of(stderr: str) -> str:
     lines = [line for line in stderr.splitlines() if line.startswith("session ")]
     assert lines, stderr
@@ -77,20 +77,8 @@ def _session_of(stderr: str) -> str:
 def test_a_three_turn_session_through_the_command_line(
     provider: str, cli: Run, server: FakeProviderServer, workspace: Path
 ) -> None:
-    _files(workspace)
-    server.push(
-        Reply(text="Reading notes.", tool_calls=[ToolCall("read_file", {"path": "notes.txt"})]),
-        Reply(text="They say hello."),
-        Reply(
-            text="Editing.",
-            tool_calls=[
-                ToolCall("edit_file", {"path": "app.py", "oldString": "value = 1", "newString": "value = 22"})
-            ],
-        ),
-        Reply(text="Checking.", tool_calls=[ToolCall("bash", {"command": COMMAND})]),
-        Reply(text="It failed."),
-        Reply(text="Summary."),
-    )
+    scenario_files(workspace)
+    server.push(*three_turn_script())
     common = ["--provider", provider, "--base-url", server.base_url(provider)]
     first = cli("run", *common, "look at the notes")
     assert first.stdout == "Reading notes.They say hello.\n"
@@ -149,7 +137,7 @@ def test_a_three_turn_session_through_the_command_line(
 def test_resuming_in_a_new_process_sends_what_the_live_session_sends(
     cli: Run, server: FakeProviderServer, workspace: Path, make_agent: Callable[..., Agent]
 ) -> None:
-    _files(workspace)
+    scenario_files(workspace)
     server.push(
         Reply(text="Reading.", tool_calls=[ToolCall("read_file", {"path": "notes.txt"})]),
         Reply(text="Read."),
@@ -177,7 +165,7 @@ def test_resuming_in_a_new_process_sends_what_the_live_session_sends(
 def test_an_incomplete_turn_is_history_for_the_next_process(
     cli: Run, server: FakeProviderServer, workspace: Path
 ) -> None:
-    _files(workspace)
+    scenario_files(workspace)
     server.push(
         Reply(text="Reading.", tool_calls=[ToolCall("read_file", {"path": "notes.txt"})]),
         Failure(400, "stream broke", mid_stream=True, partial_text="Half"),

@@ -7,11 +7,16 @@ from pathlib import Path
 
 import pytest
 from tests.agent._support import (
+    COMMAND,
+    FILE_SECRET,
+    OUTPUT_SECRET,
     PROVIDERS,
     RecordingView,
     body_text,
     conversation_of,
     expected_request,
+    scenario_files,
+    three_turn_script,
 )
 
 from turnmemory import Message, ToolActivity, TurnMemory
@@ -19,32 +24,7 @@ from turnmemory.agent.loop import Agent
 from turnmemory.agent.permissions import Access, Answer
 from turnmemory.testing import Failure, FakeProviderServer, Reply, ToolCall
 
-FILE_SECRET = "DISTINCTIVE-FILE-CONTENT-7f3a"
-OUTPUT_SECRET = "RAW-COMMAND-OUTPUT-91c2"
-COMMAND = "printf 'RAW-COMMAND-OUTPUT-%s' 91c2; exit 4"
-
 MakeAgent = Callable[..., Agent]
-
-
-def _files(workspace: Path) -> None:
-    (workspace / "notes.txt").write_text(f"{FILE_SECRET}\n")
-    (workspace / "app.py").write_text("value = 1\n")
-
-
-def _three_turn_script() -> list[Reply]:
-    return [
-        Reply(text="Reading notes.", tool_calls=[ToolCall("read_file", {"path": "notes.txt"})]),
-        Reply(text="They say hello."),
-        Reply(
-            text="Editing.",
-            tool_calls=[
-                ToolCall("edit_file", {"path": "app.py", "oldString": "value = 1", "newString": "value = 22"})
-            ],
-        ),
-        Reply(text="Checking.", tool_calls=[ToolCall("bash", {"command": COMMAND})]),
-        Reply(text="It failed."),
-        Reply(text="Summary."),
-    ]
 
 
 TURN_1 = Message(
@@ -72,8 +52,8 @@ def user(text: str) -> Message:
 def test_three_turns_carry_exactly_the_historical_blocks(
     provider: str, make_agent: MakeAgent, server: FakeProviderServer, workspace: Path
 ) -> None:
-    _files(workspace)
-    server.push(*_three_turn_script())
+    scenario_files(workspace)
+    server.push(*three_turn_script())
     agent = make_agent(provider, allow=("edit", "bash"))
     outcomes = [agent.turn(prompt) for prompt in ("look at the notes", "bump the value", "summarize")]
     assert [outcome.status for outcome in outcomes] == ["done", "done", "done"]
@@ -108,8 +88,8 @@ def test_three_turns_carry_exactly_the_historical_blocks(
 def test_a_resumed_agent_sends_the_same_request(
     make_agent: MakeAgent, server: FakeProviderServer, workspace: Path
 ) -> None:
-    _files(workspace)
-    server.push(*_three_turn_script()[:5], Reply(text="Summary."), Reply(text="Summary."))
+    scenario_files(workspace)
+    server.push(*three_turn_script()[:5], Reply(text="Summary."), Reply(text="Summary."))
     live = make_agent("anthropic", allow=("edit", "bash"))
     live.turn("look at the notes")
     live.turn("bump the value")
@@ -125,7 +105,7 @@ def test_a_resumed_agent_sends_the_same_request(
 def test_an_incomplete_turn_recovers_through_pending_state(
     provider: str, make_agent: MakeAgent, server: FakeProviderServer, workspace: Path
 ) -> None:
-    _files(workspace)
+    scenario_files(workspace)
     server.push(
         Reply(text="Reading.", tool_calls=[ToolCall("read_file", {"path": "notes.txt"})]),
         Failure(500, "stream broke", mid_stream=True, partial_text="Half"),
@@ -156,7 +136,7 @@ def test_an_incomplete_turn_recovers_through_pending_state(
 def test_ctrl_c_during_a_permission_prompt_keeps_the_work_for_the_next_turn(
     make_agent: MakeAgent, server: FakeProviderServer, workspace: Path
 ) -> None:
-    _files(workspace)
+    scenario_files(workspace)
 
     def interrupt(access: Access) -> Answer:
         raise KeyboardInterrupt
@@ -229,7 +209,7 @@ def test_permission_answers_reach_the_model_and_session_grants_stick(
 def test_diffs_are_shown_before_the_permission_prompt(
     make_agent: MakeAgent, server: FakeProviderServer, workspace: Path
 ) -> None:
-    _files(workspace)
+    scenario_files(workspace)
     order: list[str] = []
 
     def ask(access: Access) -> Answer:
@@ -253,7 +233,7 @@ def test_diffs_are_shown_before_the_permission_prompt(
 def test_switching_model_drops_pending_and_persists_it(
     make_agent: MakeAgent, server: FakeProviderServer, workspace: Path
 ) -> None:
-    _files(workspace)
+    scenario_files(workspace)
     server.push(
         Reply(text="Reading.", tool_calls=[ToolCall("read_file", {"path": "notes.txt"})]),
         Failure(400, "rejected"),
@@ -276,7 +256,7 @@ def test_switching_model_drops_pending_and_persists_it(
 def test_pending_state_never_leaks_into_another_session(
     make_agent: MakeAgent, server: FakeProviderServer, workspace: Path
 ) -> None:
-    _files(workspace)
+    scenario_files(workspace)
     server.push(
         Reply(text="Reading.", tool_calls=[ToolCall("read_file", {"path": "notes.txt"})]),
         Failure(400, "rejected"),
@@ -300,7 +280,7 @@ def test_pending_state_never_leaks_into_another_session(
 def test_delegate_task_runs_a_read_only_subagent(
     make_agent: MakeAgent, server: FakeProviderServer, workspace: Path
 ) -> None:
-    _files(workspace)
+    scenario_files(workspace)
     server.push(
         Reply(
             text="Delegating.",
@@ -326,7 +306,7 @@ def test_delegate_task_runs_a_read_only_subagent(
 def test_context_layers_measure_the_next_request(
     make_agent: MakeAgent, server: FakeProviderServer, workspace: Path
 ) -> None:
-    _files(workspace)
+    scenario_files(workspace)
     server.push(
         Reply(text="Reading.", tool_calls=[ToolCall("read_file", {"path": "notes.txt"})]),
         Failure(400, "rejected"),
@@ -351,7 +331,7 @@ def test_context_layers_measure_the_next_request(
 def test_consecutive_incomplete_turns_keep_every_piece_of_work(
     make_agent: MakeAgent, server: FakeProviderServer, workspace: Path
 ) -> None:
-    _files(workspace)
+    scenario_files(workspace)
     read = ToolCall("read_file", {"path": "notes.txt"})
     server.push(
         Reply(text="One.", tool_calls=[read]),
