@@ -24,11 +24,11 @@ import os
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from turnmemory.agent.config import AgentConfig
-from turnmemory.agent.permissions import Asker, Permissions
+from turnmemory.agent.permissions import Access, Asker, Permissions
 from turnmemory.agent.prompt import SUBAGENT_PROMPT, system_prompt
 from turnmemory.agent.sessions import LoadedSession, SessionStore, TurnStatus, transcript_items
 from turnmemory.agent.tools import READ_ONLY_TOOLS, Tool, ToolContext, ToolError, ToolRegistry, builtin_tools
@@ -255,18 +255,31 @@ class Agent:
         arguments: dict[str, Any],
         recorder: TurnRecorder | None,
     ) -> ToolResult:
-        """Prepare, authorize and run one call; every failure is an error result the model reads."""
+        """Prepare, authorize and run one call; every failure is an error result the model reads.
+
+        A staged action (a path outside the workspace) is prepared, and its diff shown, only once its
+        access is granted; accesses a tool finds while running (a redirect's host) are decided the same way.
+        """
+
+        def authorize(access: Access) -> str | None:
+            decision = self.permissions.decide(access)
+            if decision.how != "auto" and recorder is not None:
+                recorder.permission(call_id, access.summary(), decision.label)
+            return None if decision.allowed else decision.reason
+
+        def show(diff: str | None) -> None:
+            if diff is not None and recorder is not None:
+                recorder.diff(call_id, diff)
+                self.view.diff(call_id, diff)
+
         try:
-            action = tools.prepare(name, arguments, self.context)
-            if action.diff is not None and recorder is not None:
-                recorder.diff(call_id, action.diff)
-                self.view.diff(call_id, action.diff)
-            if action.access is not None:
-                decision = self.permissions.decide(action.access)
-                if decision.how != "auto" and recorder is not None:
-                    recorder.permission(call_id, action.access.summary(), decision.label)
-                if not decision.allowed:
-                    return ToolResult(error=f"permission denied: {decision.reason}")
+            action = tools.prepare(name, arguments, replace(self.context, authorizer=authorize))
+            show(action.diff)
+            if action.access is not None and (refused := authorize(action.access)) is not None:
+                return ToolResult(error=f"permission denied: {refused}")
+            if action.staged is not None:
+                action = action.staged()
+                show(action.diff)
             return ToolResult(output=action.run())
         except ToolError as failure:
             return ToolResult(error=str(failure))

@@ -1,35 +1,64 @@
 """What every tool is made of: a JSON schema, a ``prepare`` step and an ``Action`` to run.
 
-``prepare`` checks the arguments (the LLM loop has validated them against the schema already), resolves paths and works out what the
-call would do without doing it: the access it needs and, for writes and edits, the diff. The agent
-shows the diff, asks for the access, and only then calls ``Action.run``. Failures a model can act on
-are raised as :class:`ToolError`, whose message is what the model sees.
+``prepare`` checks the arguments (the LLM loop has validated them against the schema already), resolves
+paths and works out what the call would do without doing it: the access it needs and, for writes and
+edits inside the workspace, the diff. The agent shows the diff, asks for the access, and only then calls
+``Action.run``. A call on a path outside the workspace reads nothing before its access is granted: its
+action is *staged*, and the agent prepares the rest (the diff) only after the grant. Failures a model can
+act on are raised as :class:`ToolError`, whose message is what the model sees.
+
+The helpers here are how tools touch files and time: :func:`open_regular` opens only regular files
+(never a FIFO, device or socket, never through a symlink swapped in after the path was checked),
+:func:`iter_lines` streams lines with bounded memory, and :class:`Deadline` bounds a tool's run time.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
+import stat
+import time
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from turnmemory.agent.permissions import Access, resolve_path
 
-__all__ = ["Action", "Tool", "ToolContext", "ToolError", "int_argument"]
+__all__ = [
+    "Action",
+    "Authorizer",
+    "Deadline",
+    "Tool",
+    "ToolContext",
+    "ToolError",
+    "check_opened",
+    "int_argument",
+    "iter_lines",
+    "open_regular",
+    "refuse_special",
+]
+
+_CHUNK = 64 * 1024
 
 
 class ToolError(Exception):
     """A tool call failed; the message (one line where possible) is returned to the model."""
 
 
+Authorizer = Callable[[Access], "str | None"]
+"""Decides an access a running tool discovers (a redirect's host): ``None`` when granted, else the reason."""
+
+
 @dataclass(frozen=True, slots=True)
 class ToolContext:
-    """Where tools run: the real workspace path and the directory for spilled full outputs."""
+    """Where tools run: the real workspace path, the directory for spilled full outputs, and who grants
+    the accesses a tool discovers while it runs (none: every such access is refused)."""
 
     workspace: str
     spill_dir: str
+    authorizer: Authorizer | None = None
 
     def resolve(self, raw: str) -> tuple[str, bool]:
         """``(real path, inside the workspace)`` for a path argument."""
@@ -45,14 +74,30 @@ class ToolContext:
         Path(self.spill_dir).mkdir(parents=True, exist_ok=True, mode=0o700)
         return os.path.join(self.spill_dir, f"{uuid.uuid4().hex[:12]}-{stem}")
 
+    def authorize(self, access: Access) -> None:
+        """Ask for an access found while running; :class:`ToolError` (``permission denied: ...``) if refused."""
+        reason = (
+            self.authorizer(access)
+            if self.authorizer is not None
+            else f"nobody can grant {access.summary()} here"
+        )
+        if reason is not None:
+            raise ToolError(f"permission denied: {reason}")
+
 
 @dataclass(frozen=True, slots=True)
 class Action:
-    """A prepared call: what it needs (``access``), what it would change (``diff``), and how to run it."""
+    """A prepared call: what it needs (``access``), what it would change (``diff``), and how to run it.
+
+    ``staged`` is set when nothing could be read before the access is granted (a path outside the
+    workspace): it prepares the complete action (with its diff) and is called only after the grant.
+    ``run`` of a staged action stages and runs in one go.
+    """
 
     run: Callable[[], dict[str, Any]]
     access: Access | None = None
     diff: str | None = None
+    staged: Callable[[], Action] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,3 +120,115 @@ def int_argument(
         bounds = f"at least {minimum}" if maximum is None else f"between {minimum} and {maximum}"
         raise ToolError(f"{name} must be {bounds}, got {value!r}")
     return number
+
+
+class Deadline:
+    """A point in time a tool must stop by."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self._end = time.monotonic() + seconds
+
+    def remaining(self) -> float:
+        """Seconds left (never negative)."""
+        return max(self._end - time.monotonic(), 0.0)
+
+    @property
+    def expired(self) -> bool:
+        """Whether the deadline has passed."""
+        return time.monotonic() >= self._end
+
+    def check(self, what: str) -> None:
+        """:class:`ToolError` saying that ``what`` ran out of time, once the deadline has passed."""
+        if self.expired:
+            raise ToolError(f"{what} stopped after {self.seconds:g} s (its time limit)")
+
+
+_SPECIAL = (
+    (stat.S_ISFIFO, "a FIFO (named pipe)"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+    (stat.S_ISLNK, "a symbolic link"),
+)
+
+
+def refuse_special(mode: int, shown: str) -> None:
+    """:class:`ToolError` when ``mode`` is not a regular file's or a directory's (FIFO, device, socket, link)."""
+    for test, kind in _SPECIAL:
+        if test(mode):
+            raise ToolError(f"{shown} is {kind}, not a regular file: refused")
+
+
+def open_regular(path: str, shown: str) -> BinaryIO:
+    """Open the regular file at the real path ``path`` for reading, never blocking and never following a link.
+
+    :class:`ToolError` for a missing file, a directory, a FIFO, device or socket, or a path that changed
+    (a symlink swapped in) since it was resolved.
+    """
+    try:
+        before = os.lstat(path)
+    except FileNotFoundError:
+        raise ToolError(f"file not found: {shown}") from None
+    if stat.S_ISDIR(before.st_mode):
+        raise ToolError(f"{shown} is a directory: use glob to list it")
+    refuse_special(before.st_mode, shown)
+    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
+    try:
+        fd = os.open(path, flags)
+    except OSError as error:
+        raise ToolError(f"cannot open {shown}: {error.strerror or error}") from None
+    try:
+        check_opened(fd, path, shown, before)
+        os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def check_opened(fd: int, path: str, shown: str, before: os.stat_result | None) -> None:
+    """:class:`ToolError` unless ``fd`` is a regular file, the one ``before`` described, at ``path``."""
+    after = os.fstat(fd)
+    refuse_special(after.st_mode, shown)
+    if not stat.S_ISREG(after.st_mode):
+        raise ToolError(f"{shown} is not a regular file: refused")
+    changed = before is not None and (before.st_dev, before.st_ino) != (after.st_dev, after.st_ino)
+    with contextlib.suppress(OSError):  # without /proc the O_NOFOLLOW open and the inode check stand alone
+        changed = changed or os.readlink(f"/proc/self/fd/{fd}") != path
+    if changed:
+        raise ToolError(f"{shown} changed while it was being opened: refused")
+
+
+def iter_lines(
+    handle: BinaryIO, max_bytes: int, deadline: Deadline, what: str
+) -> Iterator[tuple[bytes, bool]]:
+    """The lines of ``handle`` without their ``\\n``, each cut to ``max_bytes`` (``True`` when cut).
+
+    Memory stays bounded whatever the line lengths: a cut line is yielded as soon as it is full and the
+    rest of it is skipped. The deadline is checked between chunks (a :class:`ToolError` naming ``what``).
+    """
+    line = bytearray()
+    skipping = False
+    while True:
+        deadline.check(what)
+        chunk = handle.read(_CHUNK)
+        if not chunk:
+            break
+        *complete, tail = chunk.split(b"\n")
+        for piece in complete:
+            if not skipping:
+                room = max_bytes - len(line)
+                line += piece[:room]
+                yield bytes(line), len(piece) > room
+            line.clear()
+            skipping = False
+        if not skipping:
+            room = max_bytes - len(line)
+            line += tail[:room]
+            if len(tail) > room:
+                yield bytes(line), True
+                line.clear()
+                skipping = True
+    if line and not skipping:
+        yield bytes(line), False

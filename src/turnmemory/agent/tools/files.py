@@ -9,37 +9,100 @@ from __future__ import annotations
 
 import difflib
 import os
-from collections.abc import Mapping
+import stat
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 from turnmemory.agent.permissions import Access
-from turnmemory.agent.tools._base import Action, Tool, ToolContext, ToolError, int_argument
+from turnmemory.agent.tools._base import (
+    Action,
+    Deadline,
+    Tool,
+    ToolContext,
+    ToolError,
+    check_opened,
+    int_argument,
+    iter_lines,
+    open_regular,
+    refuse_special,
+)
 
-__all__ = ["EDIT_FILE", "READ_FILE", "WRITE_FILE", "unified_diff"]
+__all__ = ["EDIT_FILE", "MAX_EDIT_BYTES", "READ_FILE", "WRITE_FILE", "unified_diff"]
 
 MAX_READ_BYTES = 100_000
 """The most text one ``read_file`` call returns; ``offset`` pages through the rest."""
 DEFAULT_READ_LINES = 2000
 MAX_LINE_CHARS = 2000
+MAX_EDIT_BYTES = 10_000_000
+"""The largest file ``write_file`` replaces or ``edit_file`` edits (both hold it whole, with its diff)."""
+COUNT_BYTES = 16 * 1024 * 1024
+"""How far ``read_file`` reads past the lines it returns to count the file's lines."""
+FILE_DEADLINE = 30.0
+"""How long one file tool call may take."""
 _SNIFF_BYTES = 8192
 
 
+def _binary(shown: str, size: int) -> ToolError:
+    return ToolError(f"{shown} is a binary file ({size} bytes); only text files can be read or edited")
+
+
 def _read_text(path: str, shown: str) -> str:
-    """The whole file as text (line endings kept); :class:`ToolError` for missing, directory, binary."""
-    if not os.path.exists(path):
-        raise ToolError(f"file not found: {shown}")
-    if os.path.isdir(path):
-        raise ToolError(f"{shown} is a directory: use glob to list it")
-    data = Path(path).read_bytes()
+    """The whole file as text (line endings kept); :class:`ToolError` for missing, not regular, binary, huge."""
+    with open_regular(path, shown) as handle:
+        size = os.fstat(handle.fileno()).st_size
+        if size > MAX_EDIT_BYTES:
+            raise ToolError(
+                f"{shown} is {size} bytes, over the {MAX_EDIT_BYTES} bytes write_file and edit_file handle"
+            )
+        data = handle.read(MAX_EDIT_BYTES + 1)
+    if len(data) > MAX_EDIT_BYTES:
+        raise ToolError(f"{shown} grew past {MAX_EDIT_BYTES} bytes while it was read")
     if b"\0" in data[:_SNIFF_BYTES]:
-        raise ToolError(
-            f"{shown} is a binary file ({len(data)} bytes); only text files can be read or edited"
-        )
+        raise _binary(shown, len(data))
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as error:
         raise ToolError(f"{shown} is not UTF-8 text (invalid byte at {error.start})") from None
+
+
+def _existing_text(path: str, shown: str) -> str | None:
+    """The file's text, or ``None`` when nothing is at ``path``."""
+    return _read_text(path, shown) if os.path.lexists(path) else None
+
+
+def _write_text(path: str, shown: str, text: str) -> bool:
+    """Write ``text`` to the regular file at ``path`` (created when absent); whether it was created.
+
+    Never opens a FIFO or device (it could block or write somewhere else) or a symlink swapped in.
+    """
+    try:
+        before: os.stat_result | None = os.lstat(path)
+    except FileNotFoundError:
+        before = None
+    if before is not None:
+        if stat.S_ISDIR(before.st_mode):
+            raise ToolError(f"{shown} is a directory")
+        refuse_special(before.st_mode, shown)
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    flags = os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
+    try:
+        fd = os.open(path, flags, 0o666)
+    except OSError as error:
+        raise ToolError(f"cannot write {shown}: {error.strerror or error}") from None
+    with os.fdopen(fd, "wb") as handle:
+        check_opened(fd, path, shown, before)
+        os.set_blocking(fd, True)
+        handle.truncate(0)
+        handle.write(text.encode("utf-8"))
+    return before is None
+
+
+def _staged(access: Access, inside: bool, stage: Callable[[], Action]) -> Action:
+    """The action of a write or edit: prepared now inside the workspace, after the grant outside it."""
+    if inside:
+        return stage()
+    return Action(run=lambda: stage().run(), access=access, staged=stage)
 
 
 def unified_diff(old: str, new: str, shown: str) -> str:
@@ -68,45 +131,51 @@ def _prepare_read(arguments: Mapping[str, Any], ctx: ToolContext) -> Action:
 
 
 def _read(path: str, shown: str, offset: int, limit: int) -> dict[str, Any]:
-    if not os.path.exists(path):
-        raise ToolError(f"file not found: {shown}")
-    if os.path.isdir(path):
-        raise ToolError(f"{shown} is a directory: use glob to list it")
+    deadline = Deadline(FILE_DEADLINE)
     numbered: list[str] = []
     size = total = 0
-    truncated = False
-    with open(path, "rb") as handle:
-        head = handle.read(_SNIFF_BYTES)
-        if b"\0" in head:
+    truncated = counted = False
+    with open_regular(path, shown) as handle:
+        if b"\0" in handle.read(_SNIFF_BYTES):
             raise ToolError(
-                f"{shown} is a binary file ({os.path.getsize(path)} bytes); read_file reads text only"
+                f"{shown} is a binary file ({os.fstat(handle.fileno()).st_size} bytes); read_file reads text only"
             )
         handle.seek(0)
-        for total, raw in enumerate(handle, start=1):
-            if total < offset or truncated:
+        stop = 0
+        for total, (raw, cut) in enumerate(
+            iter_lines(handle, MAX_LINE_CHARS * 4, deadline, f"reading {shown}"), start=1
+        ):
+            if total < offset:
+                continue
+            if truncated:
+                if handle.tell() - stop > COUNT_BYTES:
+                    break
                 continue
             if len(numbered) >= limit:
-                truncated = True
+                truncated, stop = True, handle.tell()
                 continue
-            line = raw.decode("utf-8", "replace").rstrip("\r\n")
-            if len(line) > MAX_LINE_CHARS:
+            line = raw.decode("utf-8", "replace").rstrip("\r")
+            if cut or len(line) > MAX_LINE_CHARS:
                 line = line[:MAX_LINE_CHARS] + " [line truncated]"
             entry = f"{total:6}\t{line}"
             size += len(entry.encode("utf-8")) + 1
             if size > MAX_READ_BYTES and numbered:
-                truncated = True
+                truncated, stop = True, handle.tell()
                 continue
             numbered.append(entry)
-    if offset > max(total, 1):
+        else:
+            counted = True
+    if counted and offset > max(total, 1):
         raise ToolError(f"offset {offset} is past the end of {shown} ({total} lines)")
     output: dict[str, Any] = {
         "path": path,
         "content": "\n".join(numbered),
         "offset": offset,
         "lines_read": len(numbered),
-        "total_lines": total,
-        "truncated": truncated,
     }
+    if counted:
+        output["total_lines"] = total
+    output["truncated"] = truncated
     if truncated:
         output["next_offset"] = offset + len(numbered)
     return output
@@ -151,27 +220,25 @@ def _prepare_write(arguments: Mapping[str, Any], ctx: ToolContext) -> Action:
     path, inside = ctx.resolve(arguments["path"])
     shown = ctx.relative(path)
     content: str = arguments["content"]
-    if os.path.isdir(path):
-        raise ToolError(f"{shown} is a directory")
-    old = _read_text(path, shown) if os.path.exists(path) else None
+    access = Access("write", path, not inside)
 
-    def run() -> dict[str, Any]:
-        created = not os.path.exists(path)
-        Path(path).parent.mkdir(parents=True, exist_ok=True)
-        with open(path, "w", encoding="utf-8", newline="") as handle:
-            handle.write(content)
-        output: dict[str, Any] = {
-            "path": path,
-            "bytes_written": len(content.encode("utf-8")),
-            "created": created,
-        }
-        if created or old != content:
-            output["file_changed"] = path
-        return output
+    def stage() -> Action:
+        old = _existing_text(path, shown)
 
-    return Action(
-        run=run, access=Access("write", path, not inside), diff=unified_diff(old or "", content, shown)
-    )
+        def run() -> dict[str, Any]:
+            created = _write_text(path, shown, content)
+            output: dict[str, Any] = {
+                "path": path,
+                "bytes_written": len(content.encode("utf-8")),
+                "created": created,
+            }
+            if created or old != content:
+                output["file_changed"] = path
+            return output
+
+        return Action(run=run, access=access, diff=unified_diff(old or "", content, shown))
+
+    return _staged(access, inside, stage)
 
 
 WRITE_FILE = Tool(
@@ -207,28 +274,34 @@ def _prepare_edit(arguments: Mapping[str, Any], ctx: ToolContext) -> Action:
         raise ToolError("oldString must not be empty: use write_file to create or replace a whole file")
     if old_string == new_string:
         raise ToolError("oldString and newString are identical: nothing to change")
-    old = _read_text(path, shown)
-    count = old.count(old_string)
-    if count == 0:
-        raise ToolError(f"oldString not found in {shown}: read the file again and copy the text exactly")
-    if count > 1 and not replace_all:
-        raise ToolError(
-            f"oldString occurs {count} times in {shown}: add surrounding context to make it unique, "
-            "or set replaceAll to replace every occurrence"
-        )
-    new = old.replace(old_string, new_string) if replace_all else old.replace(old_string, new_string, 1)
+    access = Access("edit", path, not inside)
 
-    def run() -> dict[str, Any]:
-        if _read_text(path, shown) != old:
-            raise ToolError(f"{shown} changed since the edit was prepared: read it again and redo the edit")
-        with open(path, "w", encoding="utf-8", newline="") as handle:
-            handle.write(new)
-        output: dict[str, Any] = {"path": path, "replacements": count if replace_all else 1}
-        if new != old:
-            output["file_changed"] = path
-        return output
+    def stage() -> Action:
+        old = _read_text(path, shown)
+        count = old.count(old_string)
+        if count == 0:
+            raise ToolError(f"oldString not found in {shown}: read the file again and copy the text exactly")
+        if count > 1 and not replace_all:
+            raise ToolError(
+                f"oldString occurs {count} times in {shown}: add surrounding context to make it unique, "
+                "or set replaceAll to replace every occurrence"
+            )
+        new = old.replace(old_string, new_string) if replace_all else old.replace(old_string, new_string, 1)
 
-    return Action(run=run, access=Access("edit", path, not inside), diff=unified_diff(old, new, shown))
+        def run() -> dict[str, Any]:
+            if _read_text(path, shown) != old:
+                raise ToolError(
+                    f"{shown} changed since the edit was prepared: read it again and redo the edit"
+                )
+            _write_text(path, shown, new)
+            output: dict[str, Any] = {"path": path, "replacements": count if replace_all else 1}
+            if new != old:
+                output["file_changed"] = path
+            return output
+
+        return Action(run=run, access=access, diff=unified_diff(old, new, shown))
+
+    return _staged(access, inside, stage)
 
 
 EDIT_FILE = Tool(
