@@ -54,13 +54,16 @@ class Access:
 
     ``subject`` is an absolute real path (read/write/edit), a command (bash), a host (web) or
     ``server/tool`` (mcp). ``outside`` marks a path outside the workspace; ``dangerous`` says why a
-    command is dangerous.
+    command is dangerous. ``contained`` marks a command that runs inside the OS sandbox;
+    ``escalation`` is the model's reason for running one outside it.
     """
 
     kind: AccessKind
     subject: str
     outside: bool = False
     dangerous: str | None = None
+    contained: bool = False
+    escalation: str | None = None
 
     def summary(self) -> str:
         """One line for a prompt or a log: ``bash: git status``, ``write (outside the workspace): /x``."""
@@ -69,6 +72,8 @@ class Access:
             label += " (outside the workspace)"
         if self.dangerous:
             label += f" (dangerous: {self.dangerous})"
+        if self.escalation:
+            label += f" (outside the sandbox: {self.escalation})"
         return f"{label}: {self.subject}"
 
 
@@ -331,6 +336,8 @@ class Permissions:
     def decide(self, access: Access) -> Decision:
         """Grant or deny ``access``, asking when needed and possible."""
         if access.kind == "read" and (not access.outside or self._extra_readable(access.subject)):
+            return Decision(True, "auto")
+        if access.contained and access.dangerous is None:
             return Decision(True, "auto")
         explicit_dangerous = any(rule.kind == "dangerous" for rule in self.rules)
         by_rule = any(rule.allows(access, self.workspace) for rule in self.rules)
