@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from turnmemory.retention import DEFAULT_RULES
 from turnmemory.transcripts._build import SessionBuilder, as_text, dump_input, mapping, read_jsonl
 from turnmemory.transcripts._model import (
     ImportedSession,
@@ -23,7 +24,7 @@ from turnmemory.transcripts._model import (
     ToolCall,
     ToolResult,
 )
-from turnmemory.transcripts._tools import claude_code_tool, exit_code_in
+from turnmemory.transcripts._tools import claude_code_tool, tool_outcome
 
 __all__ = ["FORMAT", "load_claude_code"]
 
@@ -139,17 +140,11 @@ def _assistant(builder: SessionBuilder, number: int, content: Any, calls: dict[s
 
 def _result(call: ToolCall, block: Mapping[str, Any], structured: Any) -> ToolResult:
     text = as_text(block.get("content"))
-    is_error = block.get("is_error") is True
-    if call.name == "bash":
-        code = exit_code_in(text)
-        if is_error and code is not None:
-            return ToolResult(call.call_id, text, outcome={"exit_code": code})
-        if not is_error:
-            return ToolResult(call.call_id, text, outcome={"exit_code": 0})
-    elif call.name in ("edit_file", "write_file") and not is_error:
-        changed = _changed_file(call, structured)
-        return ToolResult(call.call_id, text, outcome={"file_changed": changed} if changed else None)
-    return ToolResult(call.call_id, text, is_error=is_error)
+    rule = DEFAULT_RULES.get(call.name)
+    kind = rule.outcome if rule is not None else "none"
+    path = _changed_file(call, structured) if kind == "file_change" else None
+    outcome, is_error = tool_outcome(kind, path, text, block.get("is_error") is True)
+    return ToolResult(call.call_id, text, is_error=is_error, outcome=outcome)
 
 
 def _changed_file(call: ToolCall, structured: Any) -> str | None:

@@ -13,7 +13,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from turnmemory.retention import MCP_TOOL
+from turnmemory.retention import MCP_TOOL, Outcome
 
 __all__ = [
     "claude_code_tool",
@@ -23,6 +23,7 @@ __all__ = [
     "patch_targets",
     "patch_tool",
     "shell_command",
+    "tool_outcome",
 ]
 
 Mapped = tuple[str, dict[str, Any]]
@@ -140,3 +141,23 @@ def exit_code_in(text: str) -> int | None:
         if match:
             return int(match.group(1))
     return None
+
+
+def tool_outcome(
+    kind: Outcome, path: str | None, text: str, is_error: bool, code: int | None = None
+) -> tuple[dict[str, Any] | None, bool]:
+    """The outcome a finished call leaves and whether it failed, from what its result showed the model.
+
+    ``kind`` is the outcome the tool's rule keeps. A command (``"exit_code"``) that states an exit code
+    (``code``, else one found in ``text``) ran, even when flagged as an error: its outcome is that code;
+    without one, an error flag means the call failed and no flag means exit code 0. A write or edit
+    (``"file_change"``) that did not fail changed ``path``. Anything else keeps only the error flag.
+    """
+    if kind == "exit_code":
+        code = exit_code_in(text) if code is None else code
+        if code is not None:
+            return {"exit_code": code}, False
+        return (None, True) if is_error else ({"exit_code": 0}, False)
+    if kind == "file_change" and not is_error:
+        return ({"file_changed": path} if path else None), False
+    return None, is_error

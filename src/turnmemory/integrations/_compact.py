@@ -1,0 +1,437 @@
+"""TurnMemory for a provider-format message history: every completed turn becomes its compact replay.
+
+A history is read turn by turn into the same event stream the transcript importers produce (prose,
+reasoning, tool calls, tool results, loop iterations) and replayed through a :class:`TurnRecorder`;
+the resulting messages are formatted by the provider's own formatter. User and system messages are
+kept as they were given, and so is everything after the last user message (the turn in progress).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, get_args
+
+from turnmemory.memory import Message
+from turnmemory.providers import anthropic, openai_chat, openai_responses
+from turnmemory.replay import ArgumentPolicy, IdStyle
+from turnmemory.retention import DEFAULT_RULES, ToolRule
+from turnmemory.segments import TurnRecorder
+from turnmemory.transcripts import Event, IterationEnd, Prose, Reasoning, ToolCall, ToolResult, replay_events
+from turnmemory.transcripts._tools import tool_outcome
+
+__all__ = ["Compactor", "Provider", "ResultParser", "compact", "parse_result"]
+
+Provider = Literal["openai_chat", "anthropic", "openai_responses"]
+"""The message-list formats :func:`compact` reads and writes."""
+
+ResultParser = Callable[[str, Mapping[str, Any], str, bool], "tuple[Mapping[str, Any] | None, bool]"]
+"""``(tool name, call arguments, result text, error flag) -> (outcome, failed)``.
+
+The outcome is the output mapping the retention rules read (``{"file_changed": path}``,
+``{"exit_code": n}``); ``failed`` marks a call that did not run (its activity gets status ``error``).
+"""
+
+Item = dict[str, Any]
+
+_PLACEHOLDER = "\u2063"  # stands for a kept user message while the formatter lays out the request
+_EXIT_STATUS = re.compile(r"(?:\A|\n)(?:Error: )?exit status (-?\d+)\s*\Z")
+_ERROR_PREFIXES = ("Error:", "Error executing tool", "An error occurred while running the tool")
+_EXIT_KEYS = ("exit_code", "exitCode", "returncode", "return_code")
+
+
+def parse_result(
+    name: str,
+    arguments: Mapping[str, Any],
+    text: str,
+    is_error: bool,
+    *,
+    rules: Mapping[str, ToolRule] = DEFAULT_RULES,
+) -> tuple[Mapping[str, Any] | None, bool]:
+    """The default :data:`ResultParser`: common conventions of tool results.
+
+    A JSON object result is the tool's output mapping (``exit_code``/``returncode``, ``file_changed``;
+    a non-empty ``error`` string or ``is_error: true`` marks a failure). A text result of a command
+    states its exit code as ``Exit code: 1``, ``Process exited with code 1``, ``<returncode>1``,
+    ``exit status 1``, ...; a text result starting with ``Error:`` is a failure. What the result means
+    for the call follows the tool's rule, exactly as the transcript importers read logs: a command
+    that states an exit code ran, a write or edit that did not fail changed its ``path`` argument.
+    """
+    rule = rules.get(name)
+    kind = rule.outcome if rule is not None else "none"
+    path = _path(rule, arguments)
+    data = _json_object(text)
+    if data is not None:
+        failed = is_error or data.get("is_error") is True or _non_empty(data.get("error"))
+        code = next((data[key] for key in _EXIT_KEYS if _is_int(data.get(key))), None)
+        if kind == "exit_code" and code is not None:
+            return {**data, "exit_code": code}, False
+        if kind == "file_change" and not failed and "file_changed" not in data:
+            return ({**data, "file_changed": path} if path else data), False
+        return (None, True) if failed else (data, False)
+    is_error = is_error or text.lstrip().startswith(_ERROR_PREFIXES)
+    status = _EXIT_STATUS.search(text[-256:])
+    return tool_outcome(kind, path, text, is_error, int(status.group(1)) if status else None)
+
+
+def _path(rule: ToolRule | None, arguments: Mapping[str, Any]) -> str | None:
+    if rule is None or rule.outcome != "file_change" or rule.target is None:
+        return None
+    return rule.target(arguments, None)
+
+
+def _json_object(text: str) -> dict[str, Any] | None:
+    if not text.lstrip().startswith("{"):
+        return None
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _non_empty(value: object) -> bool:
+    return isinstance(value, str) and bool(value.strip())
+
+
+def _text(content: Any) -> str:
+    """The text of a content value: a string, or the text parts of a list of parts joined."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, Mapping):
+        content = [content]
+    if not isinstance(content, list):
+        return "" if content is None else json.dumps(content, ensure_ascii=False)
+    parts: list[str] = []
+    for part in content:
+        if isinstance(part, str):
+            parts.append(part)
+        elif isinstance(part, Mapping):
+            text = part.get("text")
+            if isinstance(text, str):
+                parts.append(text)
+            elif "content" in part:
+                parts.append(_text(part["content"]))
+    return "\n".join(parts)
+
+
+def _arguments(value: Any) -> Mapping[str, Any]:
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            return {}
+    return value if isinstance(value, Mapping) else {}
+
+
+@dataclass(slots=True)
+class _Reader:
+    """The events of the turn being read; the call names and arguments its results need."""
+
+    parse: Callable[[str, Mapping[str, Any], str, bool], tuple[Mapping[str, Any] | None, bool]]
+    events: list[Event] = field(default_factory=list)
+    calls: dict[str, ToolCall] = field(default_factory=dict)
+    answered: bool = False
+
+    def iteration(self) -> None:
+        """A new model response starts (the previous one's results came back)."""
+        if self.events and not isinstance(self.events[-1], IterationEnd):
+            self.events.append(IterationEnd())
+        self.answered = False
+
+    def prose(self, text: str) -> None:
+        if self.answered:
+            self.iteration()
+        if text:
+            self.events.append(Prose(text))
+
+    def reasoning(self, text: str) -> None:
+        if self.answered:
+            self.iteration()
+        if text:
+            self.events.append(Reasoning(text))
+
+    def call(self, call_id: Any, name: Any, arguments: Any) -> None:
+        if self.answered:
+            self.iteration()
+        if not isinstance(call_id, str) or not isinstance(name, str):
+            return
+        call = ToolCall(call_id, name, _arguments(arguments), name, "")
+        self.calls[call_id] = call
+        self.events.append(call)
+
+    def result(self, call_id: Any, content: Any, is_error: bool) -> None:
+        call = self.calls.get(call_id) if isinstance(call_id, str) else None
+        if call is None:
+            return
+        text = _text(content)
+        outcome, failed = self.parse(call.name, call.arguments, text, is_error)
+        self.events.append(ToolResult(call.call_id, text, is_error=failed, outcome=outcome))
+        self.answered = True
+
+    def take(self) -> list[Event]:
+        events, self.events, self.calls, self.answered = self.events, [], {}, False
+        return events
+
+
+@dataclass(frozen=True, slots=True)
+class _Part:
+    """A kept message (``kept`` set: a user or system message, as given) or a completed turn's events."""
+
+    kept: Any = None
+    events: tuple[Event, ...] = ()
+
+
+def _chat_parts(messages: Sequence[Any], reader: _Reader) -> list[_Part]:
+    parts: list[_Part] = []
+    for message in messages:
+        role = message.get("role")
+        if role == "assistant":
+            reader.iteration()
+            reader.prose(_text(message.get("content")))
+            for call in message.get("tool_calls") or ():
+                function = call.get("function") if isinstance(call, Mapping) else None
+                if isinstance(function, Mapping):
+                    reader.call(call.get("id"), function.get("name"), function.get("arguments"))
+        elif role == "tool":
+            failed = message.get("status") == "error" or message.get("is_error") is True
+            reader.result(message.get("tool_call_id"), message.get("content"), failed)
+        else:
+            parts.append(_Part(events=tuple(reader.take())))
+            parts.append(_Part(kept=message))
+    parts.append(_Part(events=tuple(reader.take())))
+    return parts
+
+
+def _anthropic_parts(messages: Sequence[Any], reader: _Reader) -> list[_Part]:
+    parts: list[_Part] = []
+    for message in messages:
+        role, content = message.get("role"), message.get("content")
+        blocks = content if isinstance(content, list) else [{"type": "text", "text": content}]
+        if role == "assistant":
+            reader.iteration()
+            for block in blocks:
+                kind = block.get("type") if isinstance(block, Mapping) else None
+                if kind == "text":
+                    reader.prose(_text(block.get("text")))
+                elif kind == "thinking":
+                    reader.reasoning(_text(block.get("thinking")))
+                elif kind == "tool_use":
+                    reader.call(block.get("id"), block.get("name"), block.get("input"))
+            continue
+        if role != "user":
+            raise ValueError(f"anthropic messages: role must be 'user' or 'assistant', got {role!r}")
+        rest = []
+        for block in blocks:
+            if isinstance(block, Mapping) and block.get("type") == "tool_result":
+                reader.result(block.get("tool_use_id"), block.get("content"), block.get("is_error") is True)
+            else:
+                rest.append(block)
+        if rest:
+            parts.append(_Part(events=tuple(reader.take())))
+            parts.append(_Part(kept={**message, "content": content if isinstance(content, str) else rest}))
+    parts.append(_Part(events=tuple(reader.take())))
+    return parts
+
+
+def _responses_parts(items: Sequence[Any], reader: _Reader) -> list[_Part]:
+    parts: list[_Part] = []
+    for item in items:
+        kind, role = item.get("type", "message"), item.get("role")
+        if kind == "message" and role == "assistant":
+            reader.prose(_text(item.get("content")))
+        elif kind == "message":
+            parts.append(_Part(events=tuple(reader.take())))
+            parts.append(_Part(kept=item))
+        elif kind == "reasoning":
+            reader.reasoning(_text(item.get("summary")))
+        elif kind in ("function_call", "custom_tool_call"):
+            arguments = item.get("arguments") if kind == "function_call" else {"input": item.get("input")}
+            reader.call(item.get("call_id"), item.get("name"), arguments)
+        elif kind in ("function_call_output", "custom_tool_call_output"):
+            reader.result(item.get("call_id"), item.get("output"), False)
+    parts.append(_Part(events=tuple(reader.take())))
+    return parts
+
+
+def _is_user_turn(provider: Provider, message: Mapping[str, Any]) -> bool:
+    role = message.get("role")
+    if provider == "anthropic":
+        content = message.get("content")
+        return role == "user" and (
+            not isinstance(content, list)
+            or any(not (isinstance(b, Mapping) and b.get("type") == "tool_result") for b in content)
+        )
+    if provider == "openai_responses":
+        return message.get("type", "message") == "message" and role == "user"
+    return role == "user"
+
+
+def _readers(provider: Provider) -> Callable[[Sequence[Any], _Reader], list[_Part]]:
+    return {"openai_chat": _chat_parts, "anthropic": _anthropic_parts, "openai_responses": _responses_parts}[
+        provider
+    ]
+
+
+def _checked(messages: Sequence[Any], provider: str) -> list[Mapping[str, Any]]:
+    if provider not in get_args(Provider):
+        raise ValueError(f"provider must be one of {', '.join(get_args(Provider))}; got {provider!r}")
+    if isinstance(messages, str | bytes | Mapping):
+        raise TypeError(f"messages: expected a list of {provider} messages, got {type(messages).__name__}")
+    out = list(messages)
+    for i, message in enumerate(out):
+        if not isinstance(message, Mapping):
+            raise TypeError(f"messages[{i}]: expected an object, got {type(message).__name__}")
+    return out
+
+
+class Compactor:
+    """:func:`compact` for one conversation, incremental: each completed turn is read and rendered once.
+
+    Keep one per conversation and call :meth:`compact` before every model call. While the history only
+    grows, the request prefix it returns never changes (a prompt cache keeps hitting); a history that
+    does not extend the previous one is compacted from scratch.
+    """
+
+    def __init__(
+        self,
+        provider: Provider = "openai_chat",
+        *,
+        rules: Mapping[str, ToolRule] = DEFAULT_RULES,
+        result_parser: ResultParser | None = None,
+        workspace: str | None = None,
+        arguments: ArgumentPolicy = "empty",
+        id_style: IdStyle = "historical",
+    ) -> None:
+        _checked((), provider)
+        self.provider: Provider = provider
+        self.rules = rules
+        self.workspace = workspace
+        self.arguments: ArgumentPolicy = arguments
+        self.id_style: IdStyle = id_style
+        self._parse: Callable[[str, Mapping[str, Any], str, bool], tuple[Mapping[str, Any] | None, bool]] = (
+            result_parser
+            if result_parser is not None
+            else lambda name, args, text, error: parse_result(name, args, text, error, rules=rules)
+        )
+        self._formatter = {
+            "openai_chat": openai_chat.Formatter,
+            "anthropic": anthropic.Formatter,
+            "openai_responses": openai_responses.Formatter,
+        }[provider]()
+        self._read: list[Mapping[str, Any]] = []
+        self._history: list[Message] = []
+        self._kept: list[Any] = []
+
+    def compact(self, messages: Sequence[Any]) -> list[Item]:
+        """``messages`` with every turn before the last user message replaced by its TurnMemory replay."""
+        given = _checked(messages, self.provider)
+        last = next(
+            (i for i in range(len(given) - 1, -1, -1) if _is_user_turn(self.provider, given[i])), None
+        )
+        if last is None:
+            return [dict(message) for message in given]
+        prefix = given[: last + 1]
+        if len(prefix) < len(self._read) or any(
+            a is not b and a != b for a, b in zip(self._read, prefix, strict=False)
+        ):
+            self._read, self._history, self._kept = [], [], []
+        self._extend(prefix[len(self._read) :])
+        self._read = prefix
+        request = self._formatter.to_request(self._history, arguments=self.arguments, id_style=self.id_style)
+        items = request["messages"] if self.provider != "openai_responses" else request["input"]
+        laid_out = (
+            _anthropic_kept(items, self._kept) if self.provider == "anthropic" else _kept(items, self._kept)
+        )
+        return [*laid_out, *(dict(message) for message in given[last + 1 :])]
+
+    def _extend(self, messages: list[Mapping[str, Any]]) -> None:
+        parts = _readers(self.provider)(messages, _Reader(self._parse))
+        for part in parts[:-1]:  # the last part is the (empty) turn after the last user message
+            if part.kept is None:
+                if part.events or (self._kept and _is_user_turn(self.provider, self._kept[-1])):
+                    self._history.append(self._replay(part.events))
+                continue
+            self._history.append(Message("user", _PLACEHOLDER))
+            self._kept.append(part.kept)
+
+    def _replay(self, events: Sequence[Event]) -> Message:
+        recorder = TurnRecorder(workspace=self.workspace, rules=self.rules)
+        replay_events(events, recorder)
+        return recorder.finish()
+
+
+def _kept(items: list[Item], kept: list[Any]) -> list[Item]:
+    """Item formats: the k-th user item laid out by the formatter is the k-th kept message."""
+    originals = iter(kept)
+    return [dict(next(originals)) if item.get("role") == "user" else item for item in items]
+
+
+def _anthropic_kept(turns: list[Item], kept: list[Any]) -> list[Item]:
+    """Anthropic: each placeholder text block of a user turn is the content of the next kept message.
+
+    A user turn holding only kept messages is the kept message itself; one that also answers calls of
+    the turn before (the formatter merges adjacent user turns) holds the results, then the kept content.
+    """
+    originals = iter(kept)
+    out: list[Item] = []
+    for turn in turns:
+        if turn.get("role") != "user":
+            out.append(turn)
+            continue
+        blocks: list[Any] = []
+        sources: list[Any] = []
+        for block in turn["content"]:
+            if block.get("type") == "text" and block.get("text") == _PLACEHOLDER:
+                original = next(originals)
+                sources.append(original)
+                content = original.get("content")
+                blocks.extend([{"type": "text", "text": content}] if isinstance(content, str) else content)
+            else:
+                blocks.append(block)
+        out.append(
+            dict(sources[0])
+            if len(sources) == 1 and len(turn["content"]) == 1
+            else {"role": "user", "content": blocks}
+        )
+    return out
+
+
+def compact(
+    messages: Sequence[Any],
+    provider: Provider = "openai_chat",
+    *,
+    rules: Mapping[str, ToolRule] = DEFAULT_RULES,
+    result_parser: ResultParser | None = None,
+    workspace: str | None = None,
+    arguments: ArgumentPolicy = "empty",
+    id_style: IdStyle = "historical",
+) -> list[Item]:
+    """``messages`` (an OpenAI Chat, Anthropic or OpenAI Responses message list) with TurnMemory applied.
+
+    Every turn before the last user message is replaced by its TurnMemory replay in the same format:
+    the prose in place, each tool call replayed with ``{}`` arguments (``arguments="target"``: its
+    bounded target) and answered by its status and outcomes. User and system messages, and everything
+    after the last user message (the turn in progress), are returned as given. Tool results that only
+    answer calls (Anthropic ``tool_result`` blocks, ``tool`` messages) do not start a user turn.
+
+    ``rules`` says what each tool keeps (:data:`~turnmemory.retention.DEFAULT_RULES` plus your own
+    :class:`~turnmemory.retention.ToolRule`\\ s); ``result_parser`` reads outcomes from results (default
+    :func:`parse_result`); ``workspace`` makes paths relative. The result is a pure function of the
+    arguments: compacting it again changes nothing, and a longer history of the same conversation
+    starts with the same messages. Keep a :class:`Compactor` per conversation to pay only for new turns.
+    """
+    return Compactor(
+        provider,
+        rules=rules,
+        result_parser=result_parser,
+        workspace=workspace,
+        arguments=arguments,
+        id_style=id_style,
+    ).compact(messages)
