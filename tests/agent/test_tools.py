@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from turnmemory.agent.tools import ToolContext, ToolError, ToolRegistry, builtin_tools
+from turnmemory.agent.tools._base import Deadline
 from turnmemory.agent.tools.search import MAX_GREP_MATCHES, grep_files
 from turnmemory.agent.tools.shell import MAX_STREAM_BYTES
 from turnmemory.agent.tools.web import MAX_TEXT_CHARS, fetch_text, html_to_text
@@ -225,6 +226,10 @@ def test_bash_marks_dangerous_commands(ctx: ToolContext) -> None:
 # -- glob / grep ----------------------------------------------------------------------------------
 
 
+def _grep(pattern: str, root: str, include: str | None, *, ripgrep: str | None) -> list[tuple[str, int, str]]:
+    return grep_files(pattern, root, include, ripgrep=ripgrep, deadline=Deadline(30)).matches
+
+
 def _tree(ctx: ToolContext) -> None:
     write(ctx, ".gitignore", "build/\n*.log\n!keep.log\n")
     write(ctx, "src/app.py", "def main():\n    return 'needle'\n")
@@ -260,27 +265,27 @@ def test_glob_respects_gitignore_in_a_git_repository(ctx: ToolContext) -> None:
 
 def test_grep_python_fallback_respects_gitignore_and_include(ctx: ToolContext) -> None:
     _tree(ctx)
-    found = grep_files("needle", ctx.workspace, None, ripgrep=None)
+    found = _grep("needle", ctx.workspace, None, ripgrep=None)
     assert [(os.path.relpath(path, ctx.workspace), line) for path, line, _ in found] == [
         ("keep.log", 1),
         ("pkg/real.py", 1),
         ("src/app.py", 2),
         ("src/notes.txt", 1),
     ]
-    only_py = grep_files("(?i)needle", ctx.workspace, "*.py", ripgrep=None)
+    only_py = _grep("(?i)needle", ctx.workspace, "*.py", ripgrep=None)
     assert [os.path.relpath(path, ctx.workspace) for path, _, _ in only_py] == [
         "pkg/real.py",
         "src/app.py",
         "src/util.py",
     ]
     with pytest.raises(ToolError, match="invalid regular expression"):
-        grep_files("(", ctx.workspace, None, ripgrep=None)
+        _grep("(", ctx.workspace, None, ripgrep=None)
 
 
 def test_grep_skips_binary_files_and_limits_matches(ctx: ToolContext) -> None:
     write(ctx, "bin.dat", b"needle\x00needle\n")
     write(ctx, "many.txt", "needle\n" * (MAX_GREP_MATCHES + 50))
-    found = grep_files("needle", ctx.workspace, None, ripgrep=None)
+    found = _grep("needle", ctx.workspace, None, ripgrep=None)
     assert {os.path.basename(path) for path, _, _ in found} == {"many.txt"}
     assert len(found) == MAX_GREP_MATCHES + 1
     out = run(ctx, "grep", pattern="needle")
@@ -293,7 +298,7 @@ def test_ripgrep_and_the_fallback_agree(ctx: ToolContext) -> None:
     _tree(ctx)
     rg = shutil.which("rg")
     for pattern, include in [("needle", None), ("(?i)needle", "*.py"), ("return", "src/**")]:
-        assert grep_files(pattern, ctx.workspace, include, ripgrep=rg) == grep_files(
+        assert _grep(pattern, ctx.workspace, include, ripgrep=rg) == _grep(
             pattern, ctx.workspace, include, ripgrep=None
         )
 

@@ -1,9 +1,10 @@
 """Listing a directory's files the way git would: ignored files left out.
 
 Inside a git work tree the listing comes from ``git ls-files`` (tracked and untracked, minus what
-``.gitignore`` and friends exclude). Elsewhere a small ``.gitignore`` matcher walks the tree: nested
-``.gitignore`` files, ``!`` negation, directory-only ``dir/`` patterns, anchored ``/x`` and ``a/b``
-patterns and ``**``.
+``.gitignore`` and friends exclude; the repository's ``core.fsmonitor`` command is never run). Elsewhere a
+small ``.gitignore`` matcher walks the tree: nested ``.gitignore`` files, ``!`` negation, directory-only
+``dir/`` patterns, anchored ``/x`` and ``a/b`` patterns and ``**``. Either way symlinked directories are
+not entered (a symlink is listed as a file), and the listing stops at its deadline.
 """
 
 from __future__ import annotations
@@ -14,7 +15,12 @@ import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from turnmemory.agent.tools._base import Deadline, ToolError, open_regular
+
 __all__ = ["IgnoreRule", "glob_regex", "list_files", "parse_gitignore"]
+
+MAX_IGNORE_FILE_BYTES = 1_000_000
+"""A larger ``.gitignore`` is not read (its rules are left out)."""
 
 
 def glob_regex(pattern: str) -> str:
@@ -104,12 +110,24 @@ def _ignored(rules: list[IgnoreRule], path: str, is_dir: bool) -> bool:
     return verdict
 
 
-def _walk(root: str) -> Iterator[str]:
+def _ignore_rules(path: str, base: str) -> list[IgnoreRule]:
+    """The rules of the ``.gitignore`` at ``path``: none unless it is a regular file of sensible size."""
+    try:
+        with open_regular(path, path) as handle:
+            data = handle.read(MAX_IGNORE_FILE_BYTES + 1)
+    except (ToolError, OSError):
+        return []
+    if len(data) > MAX_IGNORE_FILE_BYTES:
+        return []
+    return parse_gitignore(data.decode("utf-8", "replace"), base)
+
+
+def _walk(root: str, deadline: Deadline) -> Iterator[str]:
     def visit(directory: str, rel: str, rules: list[IgnoreRule]) -> Iterator[str]:
+        deadline.check("listing files")
         ignore_file = os.path.join(directory, ".gitignore")
-        if os.path.isfile(ignore_file):
-            with open(ignore_file, encoding="utf-8", errors="replace") as handle:
-                rules = rules + parse_gitignore(handle.read(), rel)
+        if os.path.lexists(ignore_file):
+            rules = rules + _ignore_rules(ignore_file, rel)
         try:
             entries = sorted(os.scandir(directory), key=lambda entry: entry.name)
         except OSError:
@@ -127,12 +145,15 @@ def _walk(root: str) -> Iterator[str]:
     yield from visit(root, "", [])
 
 
-def _git_files(root: str) -> list[str] | None:
+_LS_FILES = ("ls-files", "-z", "--cached", "--others", "--exclude-standard")
+
+
+def _git_files(root: str, deadline: Deadline) -> list[str] | None:
     try:
         listed = subprocess.run(
-            ["git", "-C", root, "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+            ["git", "-c", "core.fsmonitor=false", "-C", root, *_LS_FILES],
             capture_output=True,
-            timeout=30,
+            timeout=deadline.remaining(),
             check=False,
         )
     except (OSError, subprocess.TimeoutExpired):
@@ -140,10 +161,22 @@ def _git_files(root: str) -> list[str] | None:
     if listed.returncode != 0:
         return None
     names = {name for name in listed.stdout.decode("utf-8", "replace").split("\0") if name}
-    return sorted(name for name in names if os.path.lexists(os.path.join(root, name)))
+    real_dirs: dict[str, bool] = {"": True}
+
+    def shown(name: str) -> bool:
+        """Whether the entry exists and no directory on its way is a symlink (a stale index can list one)."""
+        parent = os.path.dirname(name)
+        if parent not in real_dirs:
+            real_dirs[parent] = os.path.realpath(os.path.join(root, parent)) == os.path.join(root, parent)
+        return real_dirs[parent] and os.path.lexists(os.path.join(root, name))
+
+    return sorted(name for name in names if shown(name))
 
 
-def list_files(root: str) -> list[str]:
-    """The files under directory ``root`` that are not ignored, as sorted ``/``-separated relative paths."""
-    found = _git_files(root)
-    return found if found is not None else list(_walk(root))
+def list_files(root: str, deadline: Deadline) -> list[str]:
+    """The files under the real directory ``root`` that are not ignored, as sorted relative paths.
+
+    Symlinks are listed as files and never entered. :class:`ToolError` when ``deadline`` passes first.
+    """
+    found = _git_files(root, deadline)
+    return found if found is not None else list(_walk(root, deadline))

@@ -1,7 +1,11 @@
 """``glob`` and ``grep``: find files by name and lines by regular expression, ignored files left out.
 
 ``grep`` uses ripgrep when it is installed and a Python scan of the same file listing otherwise;
-both honour ``.gitignore`` and report ``path:line:text`` with workspace-relative paths.
+both honour ``.gitignore`` and report ``path:line:text`` with workspace-relative paths. Both stay inside
+what they were pointed at: symlinks are neither followed nor read (ripgrep's default, which no
+``RIPGREP_CONFIG_PATH`` may change), FIFOs, devices and sockets are skipped, and files over
+:data:`MAX_SEARCH_FILE_BYTES` are not searched. Memory is bounded per line, and a search that reaches
+:data:`SEARCH_DEADLINE` stops with the matches found so far.
 """
 
 from __future__ import annotations
@@ -9,19 +13,49 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import stat
 import subprocess
+import threading
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from turnmemory.agent.permissions import Access
-from turnmemory.agent.tools._base import Action, Tool, ToolContext, ToolError
+from turnmemory.agent.tools._base import (
+    Action,
+    Deadline,
+    Tool,
+    ToolContext,
+    ToolError,
+    iter_lines,
+    open_regular,
+    refuse_special,
+)
 from turnmemory.agent.tools._listing import glob_regex, list_files
 
-__all__ = ["GLOB", "GREP", "MAX_GLOB_FILES", "MAX_GREP_MATCHES", "grep_files"]
+__all__ = [
+    "GLOB",
+    "GREP",
+    "MAX_GLOB_FILES",
+    "MAX_GREP_MATCHES",
+    "MAX_SEARCH_FILE_BYTES",
+    "SEARCH_DEADLINE",
+    "GrepResult",
+    "grep_files",
+]
 
 MAX_GLOB_FILES = 1000
 MAX_GREP_MATCHES = 500
 MAX_MATCH_CHARS = 500
+MAX_SEARCH_FILE_BYTES = 100 * 1024 * 1024
+"""Larger files are not searched (ripgrep's ``--max-filesize``)."""
+MAX_SEARCH_LINE_BYTES = 1024 * 1024
+"""The Python scan searches at most this much of one line."""
+SEARCH_DEADLINE = 30.0
+"""How long one glob or grep call may take."""
+_PREVIEW_BYTES = 2000
+_RG_CUT = " [... omitted end of long line]"
+_RG_LINE_BYTES = 16 * 1024
 _SNIFF_BYTES = 8192
 
 
@@ -47,7 +81,7 @@ def _prepare_glob(arguments: Mapping[str, Any], ctx: ToolContext) -> Action:
         if not os.path.isdir(root):
             raise ToolError(f"not a directory: {ctx.relative(root)}")
         matcher = re.compile(glob_regex(pattern.lstrip("/")))
-        found = [name for name in list_files(root) if matcher.fullmatch(name)]
+        found = [name for name in list_files(root, Deadline(SEARCH_DEADLINE)) if matcher.fullmatch(name)]
         files = [ctx.relative(os.path.join(root, name)) for name in found[:MAX_GLOB_FILES]]
         return {
             "pattern": pattern,
@@ -82,54 +116,83 @@ GLOB = Tool(
 # -- grep -----------------------------------------------------------------------------------------
 
 
+@dataclass(frozen=True, slots=True)
+class GrepResult:
+    """Matches as ``(absolute path, line, text)``; ``timed_out`` when the deadline cut the search short."""
+
+    matches: list[tuple[str, int, str]]
+    timed_out: bool = False
+
+
 def grep_files(
-    pattern: str, root: str, include: str | None, *, ripgrep: str | None
-) -> list[tuple[str, int, str]]:
-    """Matches of ``pattern`` under ``root`` (a directory or a file) as ``(absolute path, line, text)``.
+    pattern: str, root: str, include: str | None, *, ripgrep: str | None, deadline: Deadline
+) -> GrepResult:
+    """Matches of ``pattern`` under the real path ``root`` (a directory or a regular file).
 
     ``ripgrep`` is the ``rg`` executable to use, or ``None`` for the Python scan. At most
     :data:`MAX_GREP_MATCHES` + 1 matches are returned (the extra one signals truncation).
     """
     if ripgrep is not None:
-        return _ripgrep(ripgrep, pattern, root, include)
+        return _ripgrep(ripgrep, pattern, root, include, deadline)
     try:
         regex = re.compile(pattern)
     except re.error as error:
         raise ToolError(f"invalid regular expression {pattern!r}: {error}") from None
-    if os.path.isfile(root):
+    if not os.path.isdir(root):
         candidates: Iterable[str] = [root]
     else:
-        names = list_files(root)
+        names = list_files(root, deadline)
         if include:
             matcher = _name_matcher(include)
             names = [name for name in names if matcher.fullmatch(name)]
         candidates = (os.path.join(root, name) for name in names)
     matches: list[tuple[str, int, str]] = []
-    for path in candidates:
-        for number, line in _text_lines(path):
-            if regex.search(line):
-                matches.append((path, number, line))
-                if len(matches) > MAX_GREP_MATCHES:
-                    return matches
-    return matches
-
-
-def _text_lines(path: str) -> Iterable[tuple[int, str]]:
     try:
-        with open(path, "rb") as handle:
-            if b"\0" in handle.read(_SNIFF_BYTES):
-                return
-            handle.seek(0)
-            for number, raw in enumerate(handle, start=1):
-                yield number, raw.decode("utf-8", "replace").rstrip("\r\n")
-    except OSError:
+        for path in candidates:
+            for number, line in _text_lines(path, deadline):
+                if regex.search(line):
+                    matches.append((path, number, line))
+                    if len(matches) > MAX_GREP_MATCHES:
+                        return GrepResult(matches)
+    except ToolError:
+        if not deadline.expired:
+            raise
+        return GrepResult(matches, timed_out=True)
+    return GrepResult(matches)
+
+
+def _text_lines(path: str, deadline: Deadline) -> Iterable[tuple[int, str]]:
+    """The lines of a regular text file; nothing for links, special files, binary or huge files."""
+    try:
+        info = os.lstat(path)
+        if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_SEARCH_FILE_BYTES:
+            return
+        handle = open_regular(path, path)
+    except (OSError, ToolError):
         return
+    with handle:
+        if b"\0" in handle.read(_SNIFF_BYTES):
+            return
+        handle.seek(0)
+        lines = iter_lines(handle, MAX_SEARCH_LINE_BYTES, deadline, "grep")
+        for number, (raw, _) in enumerate(lines, start=1):
+            yield number, raw.decode("utf-8", "replace").rstrip("\r")
 
 
-def _ripgrep(rg: str, pattern: str, root: str, include: str | None) -> list[tuple[str, int, str]]:
+def _ripgrep(rg: str, pattern: str, root: str, include: str | None, deadline: Deadline) -> GrepResult:
     # The include glob is applied here rather than with rg --glob, which would override .gitignore.
-    command = [rg, "--line-number", "--with-filename", "--no-heading", "--color=never", "--no-require-git"]
-    command += ["--hidden", "--glob", "!.git", "--sort", "path", "--no-messages", "-e", pattern, "--", root]
+    command = [
+        rg,
+        "--no-config",
+        "--line-number",
+        "--with-filename",
+        "--null",
+        "--no-heading",
+        "--color=never",
+    ]
+    command += ["--no-require-git", "--hidden", "--glob", "!.git", "--sort", "path", "--no-messages"]
+    command += [f"--max-filesize={MAX_SEARCH_FILE_BYTES}", f"--max-columns={_PREVIEW_BYTES}"]
+    command += ["--max-columns-preview", "-e", pattern, "--", root]
     matcher = _name_matcher(include) if include and os.path.isdir(root) else None
     prefix = root.rstrip(os.sep) + os.sep
     matches: list[tuple[str, int, str]] = []
@@ -137,20 +200,31 @@ def _ripgrep(rg: str, pattern: str, root: str, include: str | None) -> list[tupl
         command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL
     ) as rg_run:
         assert rg_run.stdout is not None and rg_run.stderr is not None
-        for raw in rg_run.stdout:
-            path, _, rest = raw.decode("utf-8", "replace").rstrip("\r\n").partition(":")
-            number, _, text = rest.partition(":")
-            if not number.isdigit() or (matcher and not matcher.fullmatch(path.removeprefix(prefix))):
-                continue
-            matches.append((path, int(number), text))
-            if len(matches) > MAX_GREP_MATCHES:
-                rg_run.kill()
-                return matches
-        errors = rg_run.stderr.read().decode("utf-8", "replace").strip().splitlines()
-        code = rg_run.wait()
+        watchdog = threading.Timer(deadline.remaining(), rg_run.kill)
+        watchdog.start()
+        try:
+            whole = True
+            while raw := rg_run.stdout.readline(_RG_LINE_BYTES):
+                complete, whole = whole, raw.endswith(b"\n")
+                path, _, rest = raw.decode("utf-8", "replace").rstrip("\r\n").partition("\0")
+                number, _, text = rest.partition(":")
+                if not complete or not number.isdigit():
+                    continue
+                if matcher and not matcher.fullmatch(path.removeprefix(prefix)):
+                    continue
+                matches.append((path, int(number), text.removesuffix(_RG_CUT)))
+                if len(matches) > MAX_GREP_MATCHES:
+                    rg_run.kill()
+                    return GrepResult(matches)
+            errors = rg_run.stderr.read(4096).decode("utf-8", "replace").strip().splitlines()
+            code = rg_run.wait()
+        finally:
+            watchdog.cancel()
+    if deadline.expired and code not in (0, 1):
+        return GrepResult(matches, timed_out=True)
     if code not in (0, 1):
         raise ToolError(f"grep failed: {errors[0] if errors else f'rg exited with {code}'}")
-    return matches
+    return GrepResult(matches)
 
 
 def _prepare_grep(arguments: Mapping[str, Any], ctx: ToolContext) -> Action:
@@ -159,21 +233,34 @@ def _prepare_grep(arguments: Mapping[str, Any], ctx: ToolContext) -> Action:
     include = arguments.get("include") or None
 
     def run() -> dict[str, Any]:
-        if not os.path.exists(root):
-            raise ToolError(f"path not found: {ctx.relative(root)}")
-        found = grep_files(pattern, root, include, ripgrep=shutil.which("rg"))
+        shown = ctx.relative(root)
+        try:
+            mode = os.lstat(root).st_mode
+        except FileNotFoundError:
+            raise ToolError(f"path not found: {shown}") from None
+        refuse_special(mode, shown)
+        result = grep_files(
+            pattern, root, include, ripgrep=shutil.which("rg"), deadline=Deadline(SEARCH_DEADLINE)
+        )
+        found = result.matches
         lines = []
         for path, number, text in found[:MAX_GREP_MATCHES]:
             if len(text) > MAX_MATCH_CHARS:
                 text = text[:MAX_MATCH_CHARS] + " [line truncated]"
             lines.append(f"{ctx.relative(path)}:{number}:{text}")
-        return {
+        output: dict[str, Any] = {
             "pattern": pattern,
             "path": root,
             "matches": "\n".join(lines),
             "count": min(len(found), MAX_GREP_MATCHES),
-            "truncated": len(found) > MAX_GREP_MATCHES,
+            "truncated": len(found) > MAX_GREP_MATCHES or result.timed_out,
         }
+        if result.timed_out:
+            output["timed_out"] = (
+                f"grep stopped after {SEARCH_DEADLINE:g} s (its time limit); these are the matches found "
+                "so far: search a narrower path or pattern"
+            )
+        return output
 
     return Action(run=run, access=Access("read", root, not inside))
 
@@ -182,7 +269,8 @@ GREP = Tool(
     name="grep",
     description=(
         "Search file contents for a regular expression. Returns `path:line:text` lines (at most 500). "
-        "Files ignored by .gitignore and binary files are skipped; `include` filters file names, e.g. *.py."
+        "Files ignored by .gitignore, binary files, symlinks and files over 100 MB are skipped; `include` "
+        "filters file names, e.g. *.py."
     ),
     input_schema={
         "type": "object",
