@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from turnmemory.agent.permissions import Access
 from turnmemory.agent.tools import ToolContext, ToolError, ToolRegistry, builtin_tools
 from turnmemory.agent.tools._base import Deadline
 from turnmemory.agent.tools.search import MAX_GREP_MATCHES, grep_files
@@ -319,6 +320,10 @@ PAGES: dict[str, tuple[int, str, bytes]] = {
 }
 
 
+def _refuse(access: Access) -> None:
+    raise AssertionError(f"unexpected access {access}")
+
+
 class _Handler(http.server.BaseHTTPRequestHandler):
     def do_GET(self) -> None:
         if self.path == "/redirect-ftp":
@@ -362,15 +367,15 @@ def test_web_fetch_converts_html_to_text(ctx: ToolContext, web: str) -> None:
 
 
 def test_web_fetch_limits_redirects_errors_and_types(ctx: ToolContext, web: str) -> None:
-    assert fetch_text(f"{web}/redirect")["content"] == "just text"
-    big = fetch_text(f"{web}/big")
+    assert fetch_text(f"{web}/redirect", authorize=_refuse)["content"] == "just text"
+    big = fetch_text(f"{web}/big", authorize=_refuse)
     assert big["truncated"] is True and len(big["content"]) == MAX_TEXT_CHARS
     with pytest.raises(ToolError, match="HTTP 404"):
-        fetch_text(f"{web}/missing")
+        fetch_text(f"{web}/missing", authorize=_refuse)
     with pytest.raises(ToolError, match="image/png, not text"):
-        fetch_text(f"{web}/image")
+        fetch_text(f"{web}/image", authorize=_refuse)
     with pytest.raises(ToolError, match="refused redirect"):
-        fetch_text(f"{web}/redirect-ftp")
+        fetch_text(f"{web}/redirect-ftp", authorize=_refuse)
     with pytest.raises(ToolError, match="http:// or https://"):
         REGISTRY.prepare("web_fetch", {"url": "file:///etc/passwd"}, ctx)
 
@@ -381,7 +386,7 @@ def test_web_fetch_times_out() -> None:
         listener.listen(1)
         port = listener.getsockname()[1]
         with pytest.raises(ToolError, match=r"timed out after 0\.3 s"):
-            fetch_text(f"http://127.0.0.1:{port}/slow", timeout=0.3)
+            fetch_text(f"http://127.0.0.1:{port}/slow", authorize=_refuse, timeout=0.3)
 
 
 def test_html_to_text_keeps_preformatted_text() -> None:
