@@ -37,6 +37,7 @@ def test_json_output_has_the_contract_keys(app: typer.Typer) -> None:
     assert set(document) >= {"unit", "sessions", "total"}
     assert document["unit"] == "bytes"
     assert sorted(s["format"] for s in document["sessions"]) == [
+        "aider",
         "claude-code",
         "codex",
         "mini-swe-agent",
@@ -60,10 +61,11 @@ def test_markdown_and_table_render(app: typer.Typer) -> None:
     assert out.startswith(
         "1 sessions (1 with 2+ user turns), 2 user turns, 8 tool calls; sizes in UTF-8 bytes"
     )
-    assert "| turnmemory_target |" in out
+    assert "| TurnMemory + targets |" in out
     code, out, _ = run(app, str(EXAMPLES / "codex-rollout.jsonl"), "--tokenizer", "bytes")
     assert code == 0
-    assert "All sessions" in out and "opencode_prune" in out and "codex-rollout.jsonl (codex" in out
+    assert "All sessions" in out and "OpenCode prune" in out and "codex-rollout.jsonl (codex" in out
+    assert "docs/analysis.md" in out
 
 
 def test_plot_writes_a_png(app: typer.Typer, tmp_path: Path) -> None:
@@ -84,9 +86,10 @@ def test_bad_input_gets_one_line_and_loses_nothing(app: typer.Typer, tmp_path: P
     code, out, err = run(
         app, str(tmp_path / "notes.json"), str(broken), "--format", "json", "--tokenizer", "bytes"
     )
-    assert code == 0
+    assert code == 1  # a file given by name could not be used: said, and the exit status says so
     assert "skipped: " in err and "notes.json: not a recognized session format" in err
     assert "broken.jsonl:" in err and "not valid JSON" in err
+    assert "partly read: " in err and "broken.jsonl" in err
     (session,) = json.loads(out)["sessions"]
     assert (session["user_turns"], session["tool_calls"]) == (3, 10)
     assert session["skipped"]["sidechain"] == 1

@@ -50,7 +50,7 @@ def test_the_demo_prints_the_story_and_the_comparison(
     assert (
         'edit_file({}) -> {"status": "success", "file_changed": "internal/cli/repl/stream_handler.go"}' in out
     )
-    assert "All sessions" in out and "turnmemory_target" in out
+    assert "All sessions" in out and "TurnMemory + targets" in out
     assert plot.read_bytes()[:4] == b"\x89PNG"
 
 

@@ -82,7 +82,7 @@ def test_markdown_renders_the_totals_and_multi_turn_sessions() -> None:
     report = build_report([analyze_session(_example(), meter)], meter)  # type: ignore[arg-type]
     text = render_markdown(report)
     assert "| strategy | carried | vs full | peak | cost | vs full | tool traffic removed |" in text
-    assert text.count("| turnmemory |") == 2
+    assert text.count("| TurnMemory |") == 2
     assert "**mem.jsonl** (test, 3 user turns, 2 tool calls)" in text
 
 

@@ -14,6 +14,7 @@ EXPECTED = {
     "swe-agent.traj": "swe-agent",
     "mini-swe-agent.traj.json": "mini-swe-agent",
     "openhands-events.json": "openhands",
+    "aider-chat.md": "aider",
 }
 
 
@@ -48,7 +49,9 @@ def test_every_shared_session_file_is_detected() -> None:
     if not SHARED.is_dir():
         pytest.skip(f"shared transcripts not found at {SHARED}")
     formats = {
-        path.parent.name: detect_format(path) for path in discover([SHARED]) if path.name != "manifest.json"
+        path.parent.name: detect_format(path)
+        for path in discover([SHARED])
+        if path.name not in ("manifest.json", "README.md")
     }
     assert formats == {
         "claude-code": "claude-code",
@@ -57,4 +60,5 @@ def test_every_shared_session_file_is_detected() -> None:
         "swe-agent": "swe-agent",
         "mini-swe-agent": "mini-swe-agent",
         "openhands": "openhands",
+        "aider": "aider",
     }

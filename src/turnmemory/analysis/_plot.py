@@ -8,55 +8,77 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from turnmemory.analysis._report import Report, SessionReport
+from turnmemory.analysis._report import LABELS, Report, SessionReport, compact_number
 from turnmemory.analysis._strategies import STRATEGIES
 
 __all__ = ["MAX_PANELS", "plot_report"]
 
 MAX_PANELS = 6
-"""At most this many sessions are drawn, those with the most user turns."""
+"""At most this many sessions are drawn: the multi-turn sessions whose full trace carries the most."""
 
-_STYLE = {
-    "full": ("#444444", "-"),
-    "prose_only": ("#999999", ":"),
-    "turnmemory": ("#d62728", "-"),
-    "turnmemory_target": ("#ff9896", "--"),
-    "mask10": ("#1f77b4", "-"),
-    "anthropic_clear": ("#2ca02c", "-"),
-    "opencode_prune": ("#9467bd", "-"),
+_STYLE = {  # colour, line style, marker: lines that overlap stay distinguishable
+    "full": ("#9a9a9a", "-", ""),
+    "prose_only": ("#555555", ":", ""),
+    "turnmemory": ("#d62728", "-", "o"),
+    "turnmemory_target": ("#ff7f0e", "--", ""),
+    "mask10": ("#1f77b4", "-", "s"),
+    "anthropic_clear": ("#2ca02c", "-.", "^"),
+    "opencode_prune": ("#9467bd", (0, (5, 3)), "x"),
 }
+_MARKS = 10  # markers per line, whatever its length
+_TITLE_CHARS = 30
 
 
 def plot_report(report: Report, path: Path, *, names: bool = True) -> int:
-    """Draw the multi-turn sessions of ``report`` to the PNG ``path``; the number of panels drawn.
+    """Draw the multi-turn sessions of ``report`` to the image ``path``; the number of panels drawn.
 
-    With ``names=False`` panels are titled by format and size only, not by file name.
+    With ``names=False`` panels are titled by format and size only, not by file name. The layout is
+    constrained, so titles, labels and the legend stay inside the canvas whatever the panel count.
     """
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    from matplotlib.ticker import MaxNLocator
+    from matplotlib.ticker import FuncFormatter, MaxNLocator
 
     chosen = _chosen(report.sessions)
     columns = min(3, max(1, len(chosen)))
     rows = max(1, -(-len(chosen) // columns))
-    figure, axes = plt.subplots(rows, columns, figsize=(5.2 * columns, 3.6 * rows), squeeze=False)
+    figure, axes = plt.subplots(
+        rows,
+        columns,
+        figsize=(max(6.8, 4.6 * columns + 0.6), 3.3 * rows + 1.2),
+        squeeze=False,
+        layout="constrained",
+    )
     unit = "o200k tokens" if report.unit == "o200k" else "bytes"
     for axis, session in zip(axes.flat, chosen, strict=False):
         for name in STRATEGIES:
-            color, line = _STYLE[name]
+            color, line, marker = _STYLE[name]
             series = session.strategies[name].per_turn
-            width, alpha = (3.2, 0.45) if name == "full" else (1.6, 1.0)
+            width, alpha = (5.0, 0.5) if name == "full" else (1.5, 1.0)
             axis.plot(
-                range(1, len(series) + 1), series, line, color=color, label=name, linewidth=width, alpha=alpha
+                range(1, len(series) + 1),
+                series,
+                linestyle=line,
+                marker=marker or None,
+                markevery=max(1, len(series) // _MARKS),
+                markersize=4,
+                color=color,
+                label=LABELS[name],
+                linewidth=width,
+                alpha=alpha,
             )
-        title = f"{_label(session.path)} ({session.format})" if names else f"{session.format} session"
-        axis.set_title(f"{title}, {session.user_turns} turns, {session.tool_calls} tool calls", fontsize=9)
-        axis.set_xlabel("user turn")
-        axis.set_ylabel(f"history carried ({unit})")
-        axis.ticklabel_format(axis="y", style="plain")
+        title = _label(session.path) if names else f"{session.format} session"
+        axis.set_title(
+            f"{title}\n{session.format}: {session.user_turns} turns, {session.tool_calls} tool calls",
+            fontsize=9,
+        )
+        axis.set_xlabel("user turn", fontsize=9)
+        axis.set_ylabel(f"history carried ({unit})", fontsize=9)
+        axis.yaxis.set_major_formatter(FuncFormatter(lambda value, _: compact_number(value)))
         axis.xaxis.set_major_locator(MaxNLocator(integer=True))
+        axis.tick_params(labelsize=8)
         axis.grid(alpha=0.3)
     for axis in list(axes.flat)[len(chosen) :]:
         axis.set_visible(False)
@@ -65,9 +87,15 @@ def plot_report(report: Report, path: Path, *, names: bool = True) -> int:
         axes.flat[0].text(0.5, 0.5, "no session with 2+ user turns", ha="center", va="center")
     handles, labels = axes.flat[0].get_legend_handles_labels()
     if handles:
-        figure.legend(handles, labels, loc="lower center", ncol=len(STRATEGIES), fontsize=8, frameon=False)
-    figure.suptitle("Size of the first request of each user turn, by history strategy", fontsize=11)
-    figure.tight_layout(rect=(0, 0.05, 1, 0.96))
+        figure.legend(
+            handles,
+            labels,
+            loc="outside lower center",
+            ncol=2 if columns == 1 else 4,
+            fontsize=8,
+            frameon=False,
+        )
+    figure.suptitle("History carried into each user turn, by strategy", fontsize=11)
     path.parent.mkdir(parents=True, exist_ok=True)
     figure.savefig(path, dpi=110)
     plt.close(figure)
@@ -76,9 +104,12 @@ def plot_report(report: Report, path: Path, *, names: bool = True) -> int:
 
 def _chosen(sessions: tuple[SessionReport, ...]) -> list[SessionReport]:
     multi = [session for session in sessions if session.user_turns >= 2]
-    return sorted(multi, key=lambda session: (-session.user_turns, session.path))[:MAX_PANELS]
+    return sorted(multi, key=lambda session: (-session.strategies["full"].carried, session.path))[:MAX_PANELS]
 
 
 def _label(path: str) -> str:
     name = path.replace("\\", "/").rsplit("/", 1)[-1]
-    return name if len(name) <= 48 else name[:45] + "..."
+    if len(name) <= _TITLE_CHARS:
+        return name
+    keep = _TITLE_CHARS - 3
+    return name[: keep - keep // 2] + "..." + name[len(name) - keep // 2 :]

@@ -13,13 +13,17 @@ from turnmemory.analysis._trace import conversation
 from turnmemory.transcripts import ImportedSession
 
 __all__ = [
+    "LABELS",
+    "LEGEND",
     "Report",
     "SessionReport",
     "StrategyResult",
     "analyze_session",
     "build_report",
+    "compact_number",
     "render_markdown",
     "render_table_rows",
+    "render_text",
     "report_json",
     "summary_line",
     "tool_share_removed",
@@ -164,28 +168,85 @@ def report_json(report: Report) -> dict[str, Any]:
     return out
 
 
+LABELS: Mapping[StrategyName, str] = {
+    "full": "Full trace",
+    "prose_only": "Prose only (the limit)",
+    "turnmemory": "TurnMemory",
+    "turnmemory_target": "TurnMemory + targets",
+    "mask10": "Observation masking M=10",
+    "anthropic_clear": "Anthropic clear_tool_uses",
+    "opencode_prune": "OpenCode prune",
+}
+"""The name a person reads for each strategy (the JSON document keeps the ids)."""
+
+LEGEND = (
+    "carried  history that the first request of each later user turn carries, summed",
+    "peak     the largest of those requests",
+    "cost     input cost of all requests with prompt caching, in uncached-input units",
+    "         (a cache read costs 0.1, a cache write 1.25); vs full: share of full trace",
+    "Strategies and method: docs/analysis.md",
+)
+"""What the columns mean, one line each (every line fits 80 columns)."""
+
 _HEADERS = ("strategy", "carried", "vs full", "peak", "cost", "vs full", "tool traffic removed")
+_WIDE = 100  # from this width on, the text table also shows "tool traffic removed"
 
 
-def render_table_rows(results: Mapping[StrategyName, StrategyResult]) -> list[tuple[str, ...]]:
-    """One row of text cells per strategy (header first)."""
+def compact_number(value: float) -> str:
+    """``value`` in at most 7 characters: ``9,999``, ``270.1k``, ``8.43M``, ``1.20G``."""
+    size = abs(value)
+    if size < 10_000:
+        return f"{value:,.0f}"
+    if size < 999_950:
+        return f"{value / 1e3:.1f}k"
+    if size < 999_995_000:
+        return f"{value / 1e6:.2f}M"
+    return f"{value / 1e9:.2f}G"
+
+
+def render_table_rows(
+    results: Mapping[StrategyName, StrategyResult], *, compact: bool = False
+) -> list[tuple[str, ...]]:
+    """One row of text cells per strategy (header first), under human names.
+
+    ``compact`` writes sizes and costs in short units (``8.43M``) instead of every digit.
+    """
     full = results["full"]
+    number = compact_number if compact else (lambda value: f"{value:,.0f}")
     rows: list[tuple[str, ...]] = [_HEADERS]
     for name in STRATEGIES:
         result = results[name]
         share = tool_share_removed(results, name)
         rows.append(
             (
-                name,
-                f"{result.carried:,}",
+                LABELS[name],
+                number(result.carried),
                 _ratio(result.carried, full.carried),
-                f"{result.peak:,}",
-                f"{result.cost:,.0f}",
+                number(result.peak),
+                number(result.cost),
                 _ratio(result.cost, full.cost),
                 "n/a" if share is None else f"{share:.0%}",
             )
         )
     return rows
+
+
+def render_text(results: Mapping[StrategyName, StrategyResult], width: int = 80) -> list[str]:
+    """The strategy table as plain text lines no wider than ``width`` (at least 80), numbers whole.
+
+    Sizes use short units; the tool-traffic column appears from 100 columns on.
+    """
+    rows = render_table_rows(results, compact=True)
+    if width < _WIDE:
+        rows = [row[:-1] for row in rows]
+    widths = [max(len(row[column]) for row in rows) for column in range(len(rows[0]))]
+    lines = []
+    for index, row in enumerate(rows):
+        cells = [row[0].ljust(widths[0])] + [cell.rjust(widths[c + 1]) for c, cell in enumerate(row[1:])]
+        lines.append("  ".join(cells).rstrip())
+        if index == 0:
+            lines.append("  ".join("-" * w for w in widths))
+    return lines
 
 
 def _ratio(value: float, base: float) -> str:
@@ -221,8 +282,8 @@ def _summary(report: Report) -> str:
     unit = "o200k tokens" if report.unit == "o200k" else "UTF-8 bytes"
     text = (
         f"{len(sessions)} sessions ({multi} with 2+ user turns), "
-        f"{sum(s.user_turns for s in sessions)} user turns, {sum(s.tool_calls for s in sessions)} tool calls; "
-        f"sizes in {unit}; cost in uncached-input {'tokens' if report.unit == 'o200k' else 'bytes'}."
+        f"{sum(s.user_turns for s in sessions):,} user turns, {sum(s.tool_calls for s in sessions):,} tool calls; "
+        f"sizes in {unit}."
     )
     return text + (f" Note: {report.note}." if report.note else "")
 

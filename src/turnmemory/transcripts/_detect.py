@@ -7,7 +7,8 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from turnmemory.transcripts._build import read_json
+from turnmemory.transcripts._aider import is_aider, load_aider
+from turnmemory.transcripts._build import open_regular, read_json, read_lines
 from turnmemory.transcripts._claude_code import load_claude_code
 from turnmemory.transcripts._codex import load_codex
 from turnmemory.transcripts._mini_swe_agent import load_mini_swe_agent
@@ -18,10 +19,18 @@ from turnmemory.transcripts._swe_agent import load_swe_agent
 
 __all__ = ["FORMATS", "detect_format", "discover", "load_session"]
 
-FORMATS: tuple[str, ...] = ("claude-code", "codex", "opencode", "swe-agent", "mini-swe-agent", "openhands")
+FORMATS: tuple[str, ...] = (
+    "claude-code",
+    "codex",
+    "opencode",
+    "swe-agent",
+    "mini-swe-agent",
+    "openhands",
+    "aider",
+)
 """The formats the importers read."""
 
-_SUFFIXES = (".jsonl", ".json", ".traj")
+_SUFFIXES = (".jsonl", ".json", ".traj", ".md")
 _CODEX_TYPES = {"session_meta", "response_item", "event_msg", "turn_context", "compacted"}
 _CLAUDE_TYPES = {
     "user",
@@ -37,8 +46,9 @@ _CLAUDE_TYPES = {
 def discover(paths: Iterable[str | Path]) -> Iterator[Path]:
     """The candidate session files under ``paths``: files as given, directories recursively.
 
-    Directories contribute their ``*.jsonl``, ``*.json`` and ``*.traj`` files, sorted; a path that
-    does not exist raises ``FileNotFoundError``.
+    Directories contribute their regular ``*.jsonl``, ``*.json``, ``*.traj`` and ``*.md`` files, sorted
+    (symlinks to regular files included; pipes, devices and sockets never); a path given directly is
+    yielded as it is, whatever it is; one that does not exist raises ``FileNotFoundError``.
     """
     for raw in paths:
         path = Path(raw).expanduser()
@@ -59,6 +69,8 @@ def detect_format(path: Path) -> str | None:
         return "swe-agent"
     if name.endswith(".jsonl"):
         return _jsonl_format(path)
+    if name.endswith(".md"):
+        return "aider" if is_aider(path) else None
     if name.endswith(".json"):
         try:
             return _document_format(read_json(path))
@@ -88,19 +100,22 @@ _LOADERS: dict[str, Callable[[Path], ImportedSession]] = {
     "swe-agent": load_swe_agent,
     "mini-swe-agent": load_mini_swe_agent,
     "openhands": load_openhands,
+    "aider": load_aider,
 }
 
 
 def _jsonl_format(path: Path) -> str | None:
     try:
-        with path.open("rb") as handle:
-            lines = [line for _, line in zip(range(20), handle, strict=False)]
-    except OSError:
+        with open_regular(path) as handle:
+            lines = [line for _, line in zip(range(20), read_lines(handle), strict=False)]
+    except (OSError, ValueError):
         return None
-    for line in lines:
+    for _, line in lines:
+        if line is None:
+            continue
         try:
             record = json.loads(line)
-        except ValueError:
+        except (ValueError, RecursionError):
             continue
         if not isinstance(record, dict):
             continue

@@ -107,7 +107,8 @@ class ImportedSession:
 
     ``skipped`` counts the records that were not imported, by kind (unknown record types,
     sidechains, harness-injected messages, ...); ``problems`` holds one readable line per malformed
-    line or record that was skipped.
+    line or record that was skipped (the first few of them: ``skipped["malformed"]`` counts them all);
+    ``lines`` is the number of non-blank lines read from a line-based log (0 for a JSON document).
     """
 
     path: str
@@ -116,11 +117,17 @@ class ImportedSession:
     turns: tuple[ImportedTurn, ...]
     skipped: Counter[str] = field(default_factory=Counter)
     problems: tuple[str, ...] = ()
+    lines: int = 0
 
     @property
     def tool_calls(self) -> int:
         """The number of tool calls over all turns."""
         return sum(len(turn.tool_calls) for turn in self.turns)
+
+    @property
+    def unreadable(self) -> int:
+        """The number of malformed lines or records that were skipped."""
+        return self.skipped.get("malformed", 0)
 
 
 def replay_turn(turn: ImportedTurn, workspace: str | None = None) -> tuple[Message, TurnRecorder]:
