@@ -61,6 +61,12 @@ class Options:
 
     arguments: ArgumentPolicy = "empty"
     id_style: IdStyle = "historical"
+    single_calls: bool = False
+    """One call per assistant message (Chat Completions only; see ``providers._families``)."""
+    prose_apart: bool = False
+    """The prose before a batch in an assistant message of its own (Chat Completions only)."""
+    alternating: bool = False
+    """Keep user/assistant alternation for templates that demand it (Chat Completions only)."""
 
 
 def is_blank(text: str) -> bool:

@@ -4,7 +4,12 @@ Each historical batch becomes one assistant message with ``tool_calls`` (``conte
 precedes the calls; ``arguments`` a compact JSON string) followed by one ``tool`` message per call
 carrying the compact JSON result. System messages stay ``system`` messages in place. Use it as::
 
-    client.chat.completions.create(model=..., tools=..., **openai_chat.to_request(history))
+    client.chat.completions.create(model=..., tools=..., **openai_chat.to_request(history, model=...))
+
+``model=`` (the served model's name) applies what that model family's chat template needs (see
+:func:`family`): consecutive single-call exchanges instead of a batch for Llama 3.x, gpt-oss and
+Phi-4-mini, 9-character alphanumeric ids and strict user/assistant alternation for the Mistral family.
+``single_calls=`` and ``id_style=`` force either behaviour whatever the model.
 """
 
 from __future__ import annotations
@@ -27,11 +32,14 @@ from turnmemory.providers._common import (
     replay_steps,
     tool_name,
 )
-from turnmemory.replay import ArgumentPolicy, IdStyle
+from turnmemory.providers._families import Family, family
+from turnmemory.replay import ArgumentPolicy, HistoricalCall, IdStyle
 
 __all__ = [
     "MAX_ID",
+    "Family",
     "Formatter",
+    "family",
     "placeholder_tool",
     "placeholder_tools",
     "problems",
@@ -49,27 +57,39 @@ def _render(message: Message, message_index: int, options: Options, taken: set[s
         return ({"role": message.role, "content": message.content},)
     out: list[Block] = []
     for step in replay_steps(message, message_index, options, taken):
-        if not step.calls:
-            if step.text:
-                out.append({"role": "assistant", "content": step.text})
-            continue
-        assistant: Block = {"role": "assistant"}
-        if step.text:
-            assistant["content"] = step.text
-        assistant["tool_calls"] = [
-            {
-                "id": call.id,
-                "type": "function",
-                "function": {"name": tool_name(call.name), "arguments": compact_json(call.arguments)},
-            }
-            for call in step.calls
-        ]
-        out.append(assistant)
-        out.extend(
-            {"role": "tool", "tool_call_id": call.id, "content": compact_json(call.result)}
-            for call in step.calls
+        text = step.text
+        if text and (not step.calls or options.prose_apart):
+            out.append({"role": "assistant", "content": text})
+            text = ""
+        batches = (
+            [(call,) for call in step.calls] if options.single_calls else [step.calls] if step.calls else []
         )
+        for calls in batches:
+            out.append(_calls_message(text, calls, options))
+            out.extend(
+                {"role": "tool", "tool_call_id": call.id, "content": compact_json(call.result)}
+                for call in calls
+            )
+            text = ""
+    if options.alternating and (not out or out[-1]["role"] != "assistant"):
+        out.append({"role": "assistant", "content": ""})
     return tuple(out)
+
+
+def _calls_message(text: str, calls: Sequence[HistoricalCall], options: Options) -> Block:
+    """An assistant message holding ``calls`` (and ``text``, when there is prose before them)."""
+    assistant: Block = {"role": "assistant"}
+    if text or options.alternating:
+        assistant["content"] = text
+    assistant["tool_calls"] = [
+        {
+            "id": call.id,
+            "type": "function",
+            "function": {"name": tool_name(call.name), "arguments": compact_json(call.arguments)},
+        }
+        for call in calls
+    ]
+    return assistant
 
 
 def _pending_ids(pending: Sequence[Block]) -> Iterator[str]:
@@ -91,10 +111,32 @@ def to_request(
     *,
     pending: Sequence[Block] | None = None,
     arguments: ArgumentPolicy = "empty",
-    id_style: IdStyle = "historical",
+    id_style: IdStyle | None = None,
+    single_calls: bool | None = None,
+    model: str | None = None,
 ) -> dict[str, Any]:
-    """``{"messages": [...]}`` for ``client.chat.completions.create``."""
-    return _build(messages, pending, Options(arguments, id_style), None)
+    """``{"messages": [...]}`` for ``client.chat.completions.create``.
+
+    ``model`` (the served model's name) chooses the wire form its family needs; ``id_style``
+    (``"historical"`` or ``"compact"``) and ``single_calls`` override that choice when given.
+    Without any of them, the spec's default form.
+    """
+    return _build(messages, pending, _options(arguments, id_style, single_calls, model), None)
+
+
+def _options(
+    arguments: ArgumentPolicy, id_style: IdStyle | None, single_calls: bool | None, model: str | None
+) -> Options:
+    """The replay options: the model family's form, with the explicit choices on top."""
+    found: Family = family(model)
+    single = found.single_calls if single_calls is None else single_calls
+    return Options(
+        arguments=arguments,
+        id_style=found.id_style if id_style is None else id_style,
+        single_calls=single,
+        prose_apart=found.prose_apart and single,
+        alternating=found.alternating,
+    )
 
 
 def _build(
@@ -108,6 +150,19 @@ class Formatter(IncrementalFormatter):
     """Incremental :func:`to_request` for one conversation: each historical message is rendered once."""
 
     build = staticmethod(_build)
+
+    def to_request(
+        self,
+        messages: Sequence[Message],
+        *,
+        pending: Sequence[Block] | None = None,
+        arguments: ArgumentPolicy = "empty",
+        id_style: IdStyle | None = None,
+        single_calls: bool | None = None,
+        model: str | None = None,
+    ) -> dict[str, Any]:
+        """The same request as :func:`to_request`, built incrementally."""
+        return _build(messages, pending, _options(arguments, id_style, single_calls, model), self._cache)
 
 
 def replayed_tool_names(request: Mapping[str, Any]) -> list[str]:
