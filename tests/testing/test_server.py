@@ -71,7 +71,7 @@ def test_push_appends_in_order_and_remaining_counts_down(server: FakeProviderSer
 
 
 def test_push_rejects_what_is_not_a_script_item(server: FakeProviderServer) -> None:
-    with pytest.raises(TypeError, match="Reply or Failure"):
+    with pytest.raises(TypeError, match="Reply, Failure or Hang"):
         server.push("hello")  # type: ignore[arg-type]
     assert server.remaining == 0
 

@@ -17,7 +17,7 @@ from turnmemory.segments import TurnRecorder
 __all__ = ["TERMINAL_KINDS", "Event", "EventKind", "Reason", "Usage", "record"]
 
 EventKind = Literal[
-    "text", "reasoning", "tool_start", "tool_end", "retry", "usage", "done", "incomplete", "error"
+    "text", "reasoning", "tool_start", "tool_end", "retry", "usage", "reduced", "done", "incomplete", "error"
 ]
 """What an :class:`Event` reports."""
 
@@ -30,13 +30,15 @@ Reason = Literal[
     "context_overflow",
     "empty_response",
     "tool_limit",
+    "deadline",
 ]
 """Why a turn ended (on terminal events).
 
 ``stop`` and ``max_tokens`` end ``done`` turns (the model finished, or hit the output limit);
 ``api_error`` (a request failed for good), ``context_overflow`` (the request no longer fits the
-model's context window), ``empty_response`` and ``tool_limit`` end ``incomplete`` turns (when work
-accumulated) or ``error`` turns (when nothing did; ``tool_limit`` never does).
+model's context window), ``empty_response``, ``tool_limit`` and ``deadline`` (the turn took longer
+than the client's ``deadline``) end ``incomplete`` turns (when work accumulated) or ``error`` turns
+(when nothing did; ``tool_limit`` never does).
 """
 
 
@@ -60,6 +62,8 @@ class Event:
     - ``retry``: ``error`` is why the attempt failed, ``attempt`` the number of the attempt about to
       start (2 for the first retry) and ``delay`` the seconds waited before it.
     - ``usage``: ``usage``; it closes one completed provider request.
+    - ``reduced``: the in-turn reducer cleared old tool results (or large arguments) before the next
+      request so that it fits the context window; ``text`` says what, ``tokens`` how many it freed.
     - ``done`` / ``incomplete`` / ``error``: ``reason``; ``error`` holds the provider's message when a
       request failed (one line).
     """
@@ -75,6 +79,7 @@ class Event:
     reason: Reason | None = None
     attempt: int = 0
     delay: float = 0.0
+    tokens: int = 0
 
     @property
     def terminal(self) -> bool:

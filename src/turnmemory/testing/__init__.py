@@ -31,20 +31,27 @@ The script file is a JSON list; each item answers one request::
                  "tool_calls": [{"name": "read_file", "arguments": {"path": "a.py"}, "id": "optional"}],
                  "usage": {"input_tokens": 10, "output_tokens": 5, "cached_tokens": 0},
                  "stop": "end_turn | tool_use | max_tokens | content_filter | <verbatim>",
-                 "break_after": 3}},
+                 "break_after": 3,
+                 "edits": [{"op": "garble", "at": 4}, {"op": "drop", "match": "message_stop"}],
+                 "pace": 0.5}},
+      {"hang": {}},
       {"failure": {"status": 503, "message": "busy", "kind": "optional provider error type",
                    "mid_stream": false, "retry_after": 1.5, "partial_text": ""}}
     ]
 
 Every field is optional except a tool call's ``name``; the fields mean what the ``Reply``,
-``ToolCall``, ``Usage`` and ``Failure`` parameters of the same names mean.
+``ToolCall``, ``Usage``, ``StreamEdit`` and ``Failure`` parameters of the same names mean; ``hang``
+is a request read and never answered.
 """
 
 from turnmemory.testing._script import (
+    EDIT_OPS,
     STOP_REASONS,
     Failure,
+    Hang,
     Reply,
     ScriptItem,
+    StreamEdit,
     ToolCall,
     Usage,
     load_script,
@@ -53,13 +60,16 @@ from turnmemory.testing._script import (
 from turnmemory.testing._server import PROVIDERS, FakeProviderServer, RecordedRequest
 
 __all__ = [
+    "EDIT_OPS",
     "PROVIDERS",
     "STOP_REASONS",
     "Failure",
     "FakeProviderServer",
+    "Hang",
     "RecordedRequest",
     "Reply",
     "ScriptItem",
+    "StreamEdit",
     "ToolCall",
     "Usage",
     "load_script",

@@ -11,13 +11,16 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any, TypeAlias
+from typing import Any, Literal, TypeAlias, get_args
 
 __all__ = [
+    "EDIT_OPS",
     "STOP_REASONS",
     "Failure",
+    "Hang",
     "Reply",
     "ScriptItem",
+    "StreamEdit",
     "ToolCall",
     "Usage",
     "load_script",
@@ -30,6 +33,12 @@ STOP_REASONS = ("end_turn", "tool_use", "max_tokens", "content_filter")
 
 def _non_negative_int(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def _seconds(value: object) -> bool:
+    return (
+        isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value) and value >= 0
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,6 +98,46 @@ class ToolCall:
         return json.dumps(self.arguments, ensure_ascii=False)
 
 
+EditOp = Literal["drop", "repeat", "garble", "swap", "insert", "cut"]
+EDIT_OPS: tuple[EditOp, ...] = get_args(EditOp)
+"""What a :class:`StreamEdit` does to the frames of a stream."""
+
+
+@dataclass(frozen=True, slots=True)
+class StreamEdit:
+    """One corruption of a reply's stream, applied to its encoded frames (events) before sending.
+
+    The edit applies to the frame at index ``at`` (taken modulo the frame count, so any integer
+    names a frame), or to every frame whose bytes contain ``match``:
+
+    - ``drop``: leave the frame out; ``repeat``: send it twice;
+    - ``garble``: an SSE frame's ``data:`` JSON is cut in half (``data: {"type":"conte``), any other
+      frame (Bedrock's binary event-stream) gets a byte flipped;
+    - ``swap``: exchange the frame with the next one;
+    - ``insert``: send ``data`` (raw text, e.g. ``"data: {not json}\n\n"``) before the frame;
+    - ``cut``: send the frames before it, then drop the connection (no terminating chunk).
+
+    Edits apply in order, each to the frames the previous ones left.
+    """
+
+    op: EditOp
+    at: int | None = None
+    match: str | None = None
+    data: str = ""
+
+    def __post_init__(self) -> None:
+        if self.op not in EDIT_OPS:
+            raise ValueError(f"StreamEdit.op: expected one of {', '.join(EDIT_OPS)}")
+        if (self.at is None) == (self.match is None):
+            raise ValueError("StreamEdit: expected exactly one of at and match")
+        if self.at is not None and (not isinstance(self.at, int) or isinstance(self.at, bool)):
+            raise ValueError("StreamEdit.at: expected an integer")
+        if self.match is not None and (not isinstance(self.match, str) or not self.match):
+            raise ValueError("StreamEdit.match: expected a non-empty string")
+        if not isinstance(self.data, str) or (self.op == "insert") != bool(self.data):
+            raise ValueError("StreamEdit.data: expected text for insert, and only for insert")
+
+
 @dataclass(frozen=True, slots=True)
 class Reply:
     """A successful model answer.
@@ -99,7 +148,8 @@ class Reply:
     ``end_turn``. ``usage`` defaults to ``Usage()``. ``break_after=N`` makes a stream deliver its
     first N content deltas (reasoning, text or argument fragments) and then drop the connection
     without the terminal event; a non-stream request with ``break_after`` set gets the connection
-    closed without any response.
+    closed without any response. ``edits`` corrupt the stream (see :class:`StreamEdit`); ``pace``
+    waits that many seconds before each frame (a slow trickle).
     """
 
     text: str = ""
@@ -108,8 +158,16 @@ class Reply:
     usage: Usage | None = None
     stop: str | None = None
     break_after: int | None = None
+    edits: Sequence[StreamEdit] = ()
+    pace: float = 0.0
 
     def __post_init__(self) -> None:
+        edits = tuple(self.edits)
+        if not all(isinstance(edit, StreamEdit) for edit in edits):
+            raise ValueError("Reply.edits: expected StreamEdit items")
+        object.__setattr__(self, "edits", edits)
+        if not _seconds(self.pace):
+            raise ValueError("Reply.pace: expected a non-negative number of seconds")
         if not isinstance(self.text, str) or not isinstance(self.reasoning, str):
             raise ValueError("Reply.text and Reply.reasoning: expected strings")
         calls = tuple(self.tool_calls)
@@ -164,12 +222,7 @@ class Failure:
             raise ValueError("Failure.kind: expected a non-empty string or None")
         if not isinstance(self.mid_stream, bool):
             raise ValueError("Failure.mid_stream: expected a boolean")
-        if self.retry_after is not None and (
-            isinstance(self.retry_after, bool)
-            or not isinstance(self.retry_after, int | float)
-            or not math.isfinite(self.retry_after)
-            or self.retry_after < 0
-        ):
+        if self.retry_after is not None and not _seconds(self.retry_after):
             raise ValueError("Failure.retry_after: expected a non-negative number or None")
 
     @property
@@ -178,7 +231,12 @@ class Failure:
         return self.kind == "context_overflow"
 
 
-ScriptItem: TypeAlias = Reply | Failure
+@dataclass(frozen=True, slots=True)
+class Hang:
+    """A request the server reads and never answers: no status line, no bytes, until it closes."""
+
+
+ScriptItem: TypeAlias = Reply | Failure | Hang
 
 
 def _fields_of(cls: type, data: object, where: str) -> dict[str, Any]:
@@ -211,11 +269,15 @@ def _reply(data: object, where: str) -> Reply:
     ]
     if values.get("usage") is not None:
         values["usage"] = _build(Usage, values["usage"], f"{where}.usage")
+    edits = values.get("edits", [])
+    if not isinstance(edits, list):
+        raise ValueError(f"{where}.edits: expected a list")
+    values["edits"] = [_build(StreamEdit, edit, f"{where}.edits[{i}]") for i, edit in enumerate(edits)]
     return _build(Reply, values, where)  # type: ignore[no-any-return]
 
 
 def parse_script(data: object) -> list[ScriptItem]:
-    """Read a JSON script: a list of ``{"reply": {...}}`` / ``{"failure": {...}}`` objects.
+    """Read a JSON script: a list of ``{"reply": {...}}`` / ``{"failure": {...}}`` / ``{"hang": {}}`` objects.
 
     A ``ValueError`` names the first bad item and field.
     """
@@ -224,10 +286,14 @@ def parse_script(data: object) -> list[ScriptItem]:
     items: list[ScriptItem] = []
     for i, entry in enumerate(data):
         where = f"script[{i}]"
-        if not isinstance(entry, Mapping) or len(entry) != 1 or not {"reply", "failure"} & set(entry):
-            raise ValueError(f'{where}: expected {{"reply": {{...}}}} or {{"failure": {{...}}}}')
+        if not isinstance(entry, Mapping) or len(entry) != 1 or not {"reply", "failure", "hang"} & set(entry):
+            raise ValueError(
+                f'{where}: expected {{"reply": {{...}}}}, {{"failure": {{...}}}} or {{"hang": {{}}}}'
+            )
         if "reply" in entry:
             items.append(_reply(entry["reply"], f"{where}.reply"))
+        elif "hang" in entry:
+            items.append(_build(Hang, entry["hang"], f"{where}.hang"))
         else:
             items.append(_build(Failure, entry["failure"], f"{where}.failure"))
     return items

@@ -20,8 +20,8 @@ from turnmemory.testing._bedrock import BEDROCK
 from turnmemory.testing._gemini import GEMINI
 from turnmemory.testing._openai_chat import OPENAI_CHAT
 from turnmemory.testing._openai_responses import OPENAI_RESPONSES
-from turnmemory.testing._script import Failure, Reply, ScriptItem
-from turnmemory.testing._wire import Exchange, Frame, JsonAnswer, Route, WireProtocol, cut_point
+from turnmemory.testing._script import Failure, Hang, Reply, ScriptItem
+from turnmemory.testing._wire import Exchange, Frame, JsonAnswer, Route, WireProtocol, apply_edits, cut_point
 
 __all__ = ["PROVIDERS", "FakeProviderServer", "RecordedRequest"]
 
@@ -78,8 +78,11 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.flush()
         self.close_connection = True
 
-    def send_stream(self, content_type: str, frames: Iterable[Frame], complete: bool) -> None:
-        """Write frames as a chunked body; without ``complete`` the body is left unterminated."""
+    def send_stream(
+        self, content_type: str, frames: Iterable[Frame], complete: bool, pace: float = 0.0
+    ) -> None:
+        """Write frames as a chunked body, ``pace`` seconds apart; without ``complete`` the body is
+        left unterminated. A closing server ends the stream where it is."""
         self.send_response(200)
         self.send_header("Content-Type", content_type)
         self.send_header("Transfer-Encoding", "chunked")
@@ -87,6 +90,8 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Connection", "close")
         self.end_headers()
         for frame in frames:
+            if pace and self.server.owner.closing.wait(pace):
+                return
             self.wfile.write(b"%x\r\n%s\r\n" % (len(frame.data), frame.data))
             self.wfile.flush()
         if complete:
@@ -170,6 +175,8 @@ class FakeProviderServer:
         self._answered = 0
         self._requests: list[RecordedRequest] = []
         self._check = check
+        self.closing = threading.Event()
+        """Set when the server starts closing: held requests (``Hang``, paced streams) end then."""
         self.push(*script)
         self._httpd = _HTTPServer((host, port), self)
         self._closed = False
@@ -195,8 +202,8 @@ class FakeProviderServer:
     def push(self, *items: ScriptItem) -> None:
         """Append items to the script."""
         for item in items:
-            if not isinstance(item, Reply | Failure):
-                raise TypeError(f"script items must be Reply or Failure, not {type(item).__name__}")
+            if not isinstance(item, Reply | Failure | Hang):
+                raise TypeError(f"script items must be Reply, Failure or Hang, not {type(item).__name__}")
         with self._lock:
             self._script.extend(items)
 
@@ -224,6 +231,7 @@ class FakeProviderServer:
             if self._closed:
                 return
             self._closed = True
+        self.closing.set()
         self._httpd.shutdown()
         self._httpd.close_connections()
         self._httpd.server_close()
@@ -288,7 +296,10 @@ class FakeProviderServer:
             return
         item, number = taken
         exchange = Exchange(number, model, body)
-        if isinstance(item, Failure):
+        if isinstance(item, Hang):
+            self.closing.wait()
+            handler.close_connection = True
+        elif isinstance(item, Failure):
             self._fail(handler, protocol, item, exchange, stream)
         else:
             self._reply(handler, protocol, item, exchange, stream)
@@ -297,12 +308,10 @@ class FakeProviderServer:
         self, handler: _Handler, protocol: WireProtocol, reply: Reply, exchange: Exchange, stream: bool
     ) -> None:
         if stream:
-            frames = protocol.stream(reply, exchange)
-            if reply.break_after is None:
-                handler.send_stream(protocol.stream_content_type, frames, complete=True)
-            else:
-                cut = cut_point(frames, reply.break_after)
-                handler.send_stream(protocol.stream_content_type, frames[:cut], complete=False)
+            frames, complete = apply_edits(protocol.stream(reply, exchange), reply.edits)
+            if reply.break_after is not None:
+                frames, complete = frames[: cut_point(frames, reply.break_after)], False
+            handler.send_stream(protocol.stream_content_type, frames, complete, reply.pace)
         elif reply.break_after is None:
             handler.send_json(JsonAnswer(200, protocol.message(reply, exchange)))
         else:

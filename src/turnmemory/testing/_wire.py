@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
-from turnmemory.testing._script import Failure, Reply, ToolCall
+from turnmemory.testing._script import Failure, Reply, StreamEdit, ToolCall
 
 __all__ = [
     "Exchange",
@@ -22,6 +22,7 @@ __all__ = [
     "JsonAnswer",
     "Route",
     "WireProtocol",
+    "apply_edits",
     "cut_point",
     "error_kind",
     "json_pieces",
@@ -117,6 +118,45 @@ def cut_point(frames: list[Frame], contents: int | None) -> int:
             openings += 1
         return openings
     return content_indices[wanted - 1] + 1
+
+
+def _garbled(data: bytes) -> bytes:
+    """An SSE frame with its ``data:`` JSON cut in half, or any other frame with a byte flipped."""
+    head, marker, rest = data.partition(b"data: ")
+    if marker:
+        payload, newline, tail = rest.partition(b"\n")
+        return head + marker + payload[: len(payload) // 2] + newline + tail
+    middle = len(data) // 2
+    return data[:middle] + bytes([data[middle] ^ 0xFF]) + data[middle + 1 :] if data else data
+
+
+def apply_edits(frames: list[Frame], edits: tuple[StreamEdit, ...]) -> tuple[list[Frame], bool]:
+    """The frames after ``edits``, and whether the stream ends normally (no ``cut``)."""
+    frames = list(frames)
+    for edit in edits:
+        if not frames:
+            break
+        if edit.at is not None:
+            targets = [edit.at % len(frames)]
+        else:
+            assert edit.match is not None
+            needle = edit.match.encode()
+            targets = [i for i, frame in enumerate(frames) if needle in frame.data]
+        if edit.op == "cut":
+            return frames[: targets[0]] if targets else frames, not targets
+        for index in reversed(targets):
+            frame = frames[index]
+            if edit.op == "drop":
+                del frames[index]
+            elif edit.op == "repeat":
+                frames.insert(index, frame)
+            elif edit.op == "garble":
+                frames[index] = Frame(_garbled(frame.data), frame.part)
+            elif edit.op == "insert":
+                frames.insert(index, Frame(edit.data.encode()))
+            elif index + 1 < len(frames):
+                frames[index], frames[index + 1] = frames[index + 1], frame
+    return frames, True
 
 
 _WORD = re.compile(r"\s*\S+\s*|\s+")
