@@ -53,7 +53,8 @@ def parse_result(
     """The default :data:`ResultParser`: common conventions of tool results.
 
     A JSON object result is the tool's output mapping (``exit_code``/``returncode``, ``file_changed``;
-    a non-empty ``error`` string or ``is_error: true`` marks a failure). A text result of a command
+    a non-empty ``error`` string, ``is_error: true`` or ``status: "error"`` marks a failure), which
+    also reads TurnMemory's own replayed results back unchanged. A text result of a command
     states its exit code as ``Exit code: 1``, ``Process exited with code 1``, ``<returncode>1``,
     ``exit status 1``, ...; a text result starting with ``Error:`` is a failure. What the result means
     for the call follows the tool's rule, exactly as the transcript importers read logs: a command
@@ -64,7 +65,12 @@ def parse_result(
     path = _path(rule, arguments)
     data = _json_object(text)
     if data is not None:
-        failed = is_error or data.get("is_error") is True or _non_empty(data.get("error"))
+        failed = (
+            is_error
+            or data.get("is_error") is True
+            or data.get("status") == "error"
+            or _non_empty(data.get("error"))
+        )
         code = next((data[key] for key in _EXIT_KEYS if _is_int(data.get(key))), None)
         if kind == "exit_code" and code is not None:
             return {**data, "exit_code": code}, False
