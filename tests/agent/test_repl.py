@@ -86,7 +86,7 @@ def test_a_turn_with_a_diff_a_permission_prompt_an_interrupt_and_recovery(
         child.expect_exact("-value = 1")
         child.expect_exact("+value = 2")
         child.expect_exact("edit: ")
-        child.expect_exact("allow? [y] once  [a] this session  [n] deny:")
+        child.expect_exact("allow? [y] once  [a] edit in the workspace for this session  [n] deny:")
         child.sendline("y")
         child.expect_exact("edit_file app.py ok")
         child.expect_exact("Fixed the value.")
@@ -95,8 +95,8 @@ def test_a_turn_with_a_diff_a_permission_prompt_an_interrupt_and_recovery(
 
         child.sendline("wait for it")
         child.expect_exact("bash: echo")
-        child.expect_exact("deny:")
-        child.sendline("a")
+        child.expect_exact("allow? [y] once  [n] deny:")  # not a plain command: no session grant
+        child.sendline("y")
         deadline = time.monotonic() + 20
         while not (pid_file.exists() and pid_file.read_text().strip()):
             assert time.monotonic() < deadline, "the command never started"

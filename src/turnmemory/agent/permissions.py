@@ -10,8 +10,11 @@ Rules are ``KIND`` or ``KIND:PATTERN`` (shell-style wildcards):
 - ``read``, ``write``, ``edit`` with an optional path pattern (relative patterns match
   workspace-relative paths, absolute ones absolute paths). A bare ``write`` or ``edit`` covers the
   workspace only: writing outside it needs a pattern that names the path.
-- ``bash`` with an optional command pattern (``bash:git *``). A compound command matches a pattern
-  only when every simple command in it does; command substitution never matches a pattern.
+- ``bash`` with an optional command pattern (``bash:git *``; a pattern ending in `` *`` also matches
+  the command without arguments). A script matches the bash patterns only when it is plain (parsed
+  by a real bash grammar into literal simple commands joined by ``&&``, ``||``, ``;``, ``|`` or
+  newlines, redirected only into the workspace or ``/dev/null``: see :mod:`._bash`) and each of its
+  simple commands matches one of them. Anything else needs a bare ``bash`` rule or a person's answer.
 - ``web`` with an optional host pattern, ``mcp`` with an optional ``server`` or ``server/tool`` pattern.
 - ``all``: every kind without a pattern. ``dangerous``: lifts the refusal of dangerous commands
   (they still need a ``bash`` rule). Interactively a dangerous command is always asked about, even
@@ -22,11 +25,12 @@ from __future__ import annotations
 
 import os
 import re
-import shlex
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from typing import Literal
+
+from turnmemory.agent import _bash
 
 __all__ = [
     "KINDS",
@@ -40,7 +44,9 @@ __all__ = [
     "dangerous_reason",
     "parse_rule",
     "parse_rules",
+    "plain_problem",
     "resolve_path",
+    "session_scope",
 ]
 
 AccessKind = Literal["read", "write", "edit", "bash", "web", "mcp"]
@@ -66,7 +72,10 @@ class Access:
     escalation: str | None = None
 
     def summary(self) -> str:
-        """One line for a prompt or a log: ``bash: git status``, ``write (outside the workspace): /x``."""
+        """One line for a prompt or a log: ``bash: git status``, ``write (outside the workspace): /x``.
+
+        Control characters of the subject are shown escaped (``\\n``), so a multi-line script cannot
+        hide its later lines, nor a terminal escape sequence rewrite the prompt."""
         label: str = self.kind
         if self.outside:
             label += " (outside the workspace)"
@@ -74,7 +83,14 @@ class Access:
             label += f" (dangerous: {self.dangerous})"
         if self.escalation:
             label += f" (outside the sandbox: {self.escalation})"
-        return f"{label}: {self.subject}"
+        return f"{label}: {_visible(self.subject)}"
+
+
+def _visible(text: str) -> str:
+    return _CONTROL.sub(lambda m: repr(m.group())[1:-1], text)
+
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,8 +114,7 @@ class Rule:
         if access.kind in _PATH_KINDS:
             return _path_matches(self.pattern, access.subject, workspace)
         if access.kind == "bash":
-            commands = simple_commands(access.subject)
-            return bool(commands) and all(fnmatchcase(command, self.pattern) for command in commands)
+            return _bash_covered(access.subject, workspace, [self.pattern])
         if access.kind == "mcp":
             pattern = self.pattern if "/" in self.pattern else self.pattern + "/*"
             return fnmatchcase(access.subject, pattern)
@@ -155,22 +170,12 @@ def resolve_path(raw: str, workspace: str) -> tuple[str, bool]:
 # -- the dangerous-command classifier -------------------------------------------------------------
 
 _SEGMENT_SPLIT = re.compile(r"\$\(|<\(|>\(|[;&|\n(){}`]")
-_RAW_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
-    (
-        re.compile(r"\b(?:curl|wget|fetch)\b[^|;&]*\|\s*(?:sudo\s+)?(?:env\s+)?(?:ba|z|k|da|fi)?sh\b"),
-        "downloaded script piped into a shell",
-    ),
-    (
-        re.compile(r"\b(?:curl|wget|fetch)\b[^|;&]*\|\s*(?:sudo\s+)?(?:python3?|perl|ruby|node)\b"),
-        "downloaded script piped into an interpreter",
-    ),
-    (
-        re.compile(r"\b(?:ba|z|k|da)?sh\b[^;&|]*(?:\$\(|<\(|`)\s*(?:curl|wget)\b"),
-        "shell running a downloaded script",
-    ),
-    (re.compile(r"(\S+)\s*\(\)\s*\{[^}]*\1\s*\|\s*\1"), "fork bomb"),
-    (re.compile(r">{1,2}\s*/dev/(?:sd|hd|nvme|xvd|vd|disk|mmcblk|dm-)"), "write to a block device"),
-)
+_BLOCK_DEVICE = re.compile(r"/dev/(?:sd|hd|nvme|xvd|vd|disk|mmcblk|dm-)")
+_DOWNLOADERS = frozenset({"curl", "wget", "fetch"})
+_SCRIPT_INTERPRETERS = frozenset({"python", "perl", "ruby", "node"})
+_MAX_DEPTH = 4
+_SHOWN = 300
+"""The most of a subject a refusal repeats."""
 _ALWAYS = {
     "sudo": "runs as another user",
     "doas": "runs as another user",
@@ -187,20 +192,55 @@ _ALWAYS = {
 def dangerous_reason(command: str) -> str | None:
     """Why ``command`` is dangerous (``"recursive force delete"``...), or ``None``.
 
-    Looks at every simple command, including those inside quotes, substitutions and ``sh -c``, so it
-    errs on the side of asking: ``echo "rm -rf x"`` is flagged too.
+    Reads the script with the same bash grammar as the rules and looks at every command in it, at
+    any depth: in pipelines, substitutions, subshells, functions, and inside quoted arguments,
+    heredocs and ``sh -c`` / ``eval`` texts, so it errs on the side of asking: ``echo "rm -rf x"`` is
+    flagged too. What it cannot see into (a program name, ``eval`` or ``sh -c`` text computed at run
+    time) is dangerous; a script that does not parse is also split crudely at every separator.
     """
-    for pattern, why in _RAW_PATTERNS:
-        if pattern.search(command):
-            return why
-    unquoted = command.replace('"', " ").replace("'", " ").replace("\\", "")
-    for segment in _SEGMENT_SPLIT.split(unquoted):
-        words = segment.split()
+    return _dangerous(command, 0)
+
+
+def _dangerous(command: str, depth: int) -> str | None:
+    found = _bash.survey(command)
+    for pipeline in found.pipelines:
+        for index, words in enumerate(pipeline):
+            if _programs(words) & _DOWNLOADERS:
+                later = set().union(*(_programs(after) for after in pipeline[index + 1 :]))
+                if later & _bash.SHELLS:
+                    return "downloaded script piped into a shell"
+                if later & _SCRIPT_INTERPRETERS:
+                    return "downloaded script piped into an interpreter"
+    for words, inner in found.nested:
+        if _programs(words) & _bash.SHELLS and _DOWNLOADERS.intersection(inner):
+            return "shell running a downloaded script"
+    if found.recursive:
+        return "fork bomb"
+    if any(_BLOCK_DEVICE.match(target) for target in found.writes):
+        return "write to a block device"
+    commands = found.commands if found.complete else [*found.commands, *_crude_segments(command)]
+    for words in commands:
         for index, word in enumerate(words):
-            reason = _word_reason(os.path.basename(word), words[index + 1 :])
+            reason = _word_reason(os.path.basename(word), list(words[index + 1 :]))
+            if reason:
+                return reason
+    if found.computed:
+        return found.computed[0]
+    if depth < _MAX_DEPTH:
+        for text in found.texts:
+            reason = _dangerous(text, depth + 1)
             if reason:
                 return reason
     return None
+
+
+def _programs(words: Sequence[str]) -> set[str]:
+    return {_bash.program_name(word) for word in words}
+
+
+def _crude_segments(command: str) -> list[tuple[str, ...]]:
+    unquoted = command.replace('"', " ").replace("'", " ").replace("\\", "")
+    return [tuple(segment.split()) for segment in _SEGMENT_SPLIT.split(unquoted)]
 
 
 def _word_reason(name: str, rest: list[str]) -> str | None:
@@ -257,30 +297,71 @@ def _has(flags: str, words: Sequence[str], letters: str, long: str) -> bool:
     return any(letter in flags for letter in letters) or any(word.startswith(long) for word in words)
 
 
-def simple_commands(command: str) -> list[str]:
-    """The simple commands of a compound command, each re-joined from its words.
+# -- plain scripts and session scopes ------------------------------------------------------------
 
-    ``[]`` when the command cannot be split safely (unbalanced quotes, command substitution).
+
+def plain_problem(command: str, workspace: str) -> str | None:
+    """Why the bash script ``command`` is not plain, or ``None`` (see :mod:`._bash`): only a plain
+    script can match a bash rule's pattern or get a session grant. Redirection targets must resolve
+    inside ``workspace`` (or be ``/dev/null``)."""
+    script = _bash.parse_plain(command)
+    if script.problem is not None:
+        return script.problem
+    for target in script.targets:
+        if target not in _bash.DEV_TARGETS and not resolve_path(target, workspace)[1]:
+            return f"a redirection outside the workspace ({_visible(target)})"
+    return None
+
+
+def _command_matches(pattern: str, text: str) -> bool:
+    return fnmatchcase(text, pattern) or (pattern.endswith(" *") and fnmatchcase(text, pattern[:-2]))
+
+
+def _unmatched(command: str, patterns: Sequence[str]) -> list[_bash.SimpleCommand]:
+    """The simple commands of a plain script that no pattern matches."""
+    return [
+        simple
+        for simple in _bash.parse_plain(command).commands
+        if not any(_command_matches(pattern, simple.text) for pattern in patterns)
+    ]
+
+
+def _bash_covered(command: str, workspace: str, patterns: Sequence[str]) -> bool:
+    return plain_problem(command, workspace) is None and not _unmatched(command, patterns)
+
+
+def _scope_rule(simple: _bash.SimpleCommand) -> Rule:
+    words, more = _bash.prefix(simple.words)
+    pattern = re.sub(r"([*?\[])", r"[\1]", _bash.command_text(words))
+    return Rule("bash", pattern + " *" if more else pattern)
+
+
+def session_scope(access: Access, workspace: str) -> tuple[Rule, ...]:
+    """The rules an "allow for this session" answer adds for ``access``; none for a dangerous command
+    or a bash script that is not plain (such an answer allows it once).
+
+    A bash script grants each of its simple commands' prefix (see :func:`._bash.prefix`): ``git
+    status`` grants ``git status *``, ``python3 app.py`` grants ``python3 app.py *``. An outside path
+    grants itself (read: its directory), a host itself, an MCP tool its server; other accesses their
+    kind, which covers the workspace only.
     """
-    if "$(" in command or "`" in command or "<(" in command or ">(" in command:
-        return []
-    lexer = shlex.shlex(command, posix=True, punctuation_chars=";&|")
-    lexer.whitespace_split = True
-    commands: list[str] = []
-    words: list[str] = []
-    try:
-        for token in lexer:
-            if token and set(token) <= set(";&|"):
-                if words:
-                    commands.append(" ".join(words))
-                words = []
-            else:
-                words.append(token)
-    except ValueError:
-        return []
-    if words:
-        commands.append(" ".join(words))
-    return commands
+    if access.dangerous is not None:
+        return ()
+    if access.kind == "bash":
+        if plain_problem(access.subject, workspace) is not None:
+            return ()
+        rules = [_scope_rule(simple) for simple in _bash.parse_plain(access.subject).commands]
+        return tuple(dict.fromkeys(rules))
+    if access.kind in _PATH_KINDS and access.outside:
+        pattern = (
+            access.subject if access.kind != "read" else os.path.join(os.path.dirname(access.subject), "*")
+        )
+        return (Rule(access.kind, pattern),)
+    if access.kind == "web":
+        return (Rule("web", access.subject),)
+    if access.kind == "mcp":
+        return (Rule("mcp", access.subject.partition("/")[0]),)
+    return (Rule(access.kind),)
 
 
 # -- the decision ---------------------------------------------------------------------------------
@@ -340,8 +421,8 @@ class Permissions:
         if access.contained and access.dangerous is None:
             return Decision(True, "auto")
         explicit_dangerous = any(rule.kind == "dangerous" for rule in self.rules)
-        by_rule = any(rule.allows(access, self.workspace) for rule in self.rules)
-        by_session = any(rule.allows(access, self.workspace) for rule in self.session_rules)
+        by_rule = self._covered(access, self.rules)
+        by_session = self._covered(access, (*self.rules, *self.session_rules))
         if access.dangerous is None or explicit_dangerous:
             if by_rule:
                 return Decision(True, "rule")
@@ -353,25 +434,23 @@ class Permissions:
         if answer.choice == "deny":
             reason = answer.reason.strip() or "no reason given"
             return Decision(False, "deny", f"the user denied {access.summary()}: {reason}")
-        if answer.choice == "session" and access.dangerous is None:
-            self.session_rules.append(self.session_rule(access))
+        grant = session_scope(access, self.workspace) if answer.choice == "session" else ()
+        if grant:
+            self.session_rules.extend(rule for rule in grant if rule not in self.session_rules)
             return Decision(True, "session")
         return Decision(True, "once")
 
-    def session_rule(self, access: Access) -> Rule:
-        """The rule an "allow for this session" answer adds for ``access``."""
-        if access.kind in _PATH_KINDS and access.outside:
-            pattern = (
-                access.subject
-                if access.kind != "read"
-                else os.path.join(os.path.dirname(access.subject), "*")
-            )
-            return Rule(access.kind, pattern)
-        if access.kind == "web":
-            return Rule("web", access.subject)
-        if access.kind == "mcp":
-            return Rule("mcp", access.subject.partition("/")[0])
-        return Rule(access.kind)
+    def _covered(self, access: Access, rules: Sequence[Rule]) -> bool:
+        """Whether ``rules`` grant ``access``: one of them, or for a plain bash script several
+        patterns together (one per simple command)."""
+        if any(rule.allows(access, self.workspace) for rule in rules):
+            return True
+        patterns = [rule.pattern for rule in rules if rule.kind == "bash" and rule.pattern is not None]
+        return (
+            access.kind == "bash"
+            and len(patterns) > 1
+            and _bash_covered(access.subject, self.workspace, patterns)
+        )
 
     def reset_session(self) -> None:
         """Forget "allow for this session" answers (a new or resumed session)."""
@@ -388,10 +467,25 @@ class Permissions:
                 f"refused dangerous command ({access.dangerous}): it needs --allow dangerous "
                 "together with a bash rule"
             )
+        what = access.summary()
+        what = what if len(what) <= _SHOWN else what[:_SHOWN] + "..."
         if access.kind in ("write", "edit") and access.outside:
-            hint = f"--allow '{access.kind}:{access.subject}'"
+            hint = f"rerun with --allow '{access.kind}:{access.subject}'"
         elif access.kind == "read":
-            hint = f"--allow 'read:{os.path.join(os.path.dirname(access.subject), '*')}'"
+            hint = f"rerun with --allow 'read:{os.path.join(os.path.dirname(access.subject), '*')}'"
+        elif access.kind == "bash":
+            hint = self._bash_hint(access.subject)
         else:
-            hint = f"--allow {access.kind}"
-        return f"not allowed without asking: {access.summary()} (rerun with {hint})"
+            hint = f"rerun with --allow {access.kind}"
+        return f"not allowed without asking: {what} ({hint})"
+
+    def _bash_hint(self, command: str) -> str:
+        problem = plain_problem(command, self.workspace)
+        if problem is not None:
+            return f"not a plain command: {problem}; only --allow bash permits it"
+        rules = (*self.rules, *self.session_rules)
+        patterns = [rule.pattern for rule in rules if rule.kind == "bash" and rule.pattern is not None]
+        missing = _unmatched(command, patterns)
+        scopes = " ".join(f"--allow '{rule}'" for rule in dict.fromkeys(map(_scope_rule, missing)))
+        unmatched = f"{_visible(missing[0].text)[:_SHOWN]} matches no bash rule; " if patterns else ""
+        return f"{unmatched}rerun with {scopes} or --allow bash"

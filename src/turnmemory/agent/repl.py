@@ -33,7 +33,7 @@ from turnmemory.agent._display import one_line, session_lines, timestamp, tool_l
 from turnmemory.agent._runtime import open_agent
 from turnmemory.agent.config import AgentConfig, ConfigError
 from turnmemory.agent.loop import Agent
-from turnmemory.agent.permissions import Access, Answer
+from turnmemory.agent.permissions import Access, Answer, Rule, session_scope
 from turnmemory.agent.sessions import data_dir
 from turnmemory.llm import Event
 
@@ -226,15 +226,24 @@ class PermissionPrompter:
         self.view.end_prose()
         self.view.pause()
         self.console.print(f"[bold yellow]permission[/] {escape(access.summary())}")
-        choices = "[y] once  [n] deny" if access.dangerous else "[y] once  [a] this session  [n] deny"
+        scope = session_scope(access, self.view.workspace)
+        granted = ", ".join(_grant_label(rule) for rule in scope)
+        choices = f"[y] once  [a] {granted} for this session  [n] deny" if scope else "[y] once  [n] deny"
         while True:
             reply = self.read(f"allow? {choices}: ").strip().lower()
             if reply in ("y", "yes"):
                 return Answer("once")
-            if reply in ("a", "always") and not access.dangerous:
+            if reply in ("a", "always") and scope:
                 return Answer("session")
             if reply in ("n", "no"):
                 return Answer("deny", self.read("reason for the model (optional): ").strip())
+
+
+def _grant_label(rule: Rule) -> str:
+    """How the prompt names what "allow for this session" grants: `git status *`, web:host..."""
+    if rule.kind == "bash":
+        return f"`{rule.pattern}`"
+    return str(rule) if rule.pattern else f"{rule.kind} in the workspace"
 
 
 class Repl:
