@@ -1,0 +1,71 @@
+"""TurnMemory for the OpenAI Agents SDK: a ``call_model_input_filter`` over Responses input items.
+
+::
+
+    from agents import Agent, RunConfig, Runner
+    from turnmemory.integrations.openai_agents import TurnMemoryInputFilter
+
+    config = RunConfig(call_model_input_filter=TurnMemoryInputFilter(workspace="/repo"))
+    result = Runner.run_sync(agent, history, run_config=config)
+
+Before every model call the filter replaces each completed turn of the input (everything before the
+last user message) by its TurnMemory replay: assistant messages in place, each ``function_call`` with
+``{}`` arguments and its ``function_call_output`` carrying the call's status and outcomes. The turn in
+progress is sent as it is, so tools run with full fidelity; the run's own items (``result.new_items``,
+sessions) keep the full trace. Needs ``pip install 'turnmemory[agents]'``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, cast
+
+from agents import TResponseInputItem
+from agents.run_config import CallModelData, ModelInputData
+
+from turnmemory.integrations._compact import Compactor, ResultParser
+from turnmemory.replay import ArgumentPolicy, IdStyle
+from turnmemory.retention import DEFAULT_RULES, ToolRule
+
+__all__ = ["TurnMemoryInputFilter"]
+
+
+def _plain(item: Any) -> Any:
+    """An input item as a plain dict (the SDK passes dicts; a model object is dumped)."""
+    dump = getattr(item, "model_dump", None)
+    return dump(exclude_unset=True) if callable(dump) else item
+
+
+class TurnMemoryInputFilter:
+    """A ``RunConfig(call_model_input_filter=...)`` that sends completed turns as TurnMemory.
+
+    Options as for :func:`turnmemory.integrations.compact`: ``rules`` (what each tool keeps; add a
+    :class:`~turnmemory.retention.ToolRule` for your own tools), ``result_parser``, ``workspace``,
+    ``arguments`` (``"empty"`` or ``"target"``) and ``id_style``. Use one per conversation for the
+    incremental path (a shared one is correct, only slower).
+    """
+
+    def __init__(
+        self,
+        *,
+        rules: Mapping[str, ToolRule] = DEFAULT_RULES,
+        result_parser: ResultParser | None = None,
+        workspace: str | None = None,
+        arguments: ArgumentPolicy = "empty",
+        id_style: IdStyle = "historical",
+    ) -> None:
+        self.compactor = Compactor(
+            "openai_responses",
+            rules=rules,
+            result_parser=result_parser,
+            workspace=workspace,
+            arguments=arguments,
+            id_style=id_style,
+        )
+
+    def __call__(self, data: CallModelData[Any]) -> ModelInputData:
+        """The model input with every turn before the last user message compacted."""
+        items = self.compactor.compact([_plain(item) for item in data.model_data.input])
+        return ModelInputData(
+            input=cast("list[TResponseInputItem]", items), instructions=data.model_data.instructions
+        )
