@@ -224,7 +224,7 @@ def _dangerous(command: str, depth: int) -> str | None:
             reason = _word_reason(os.path.basename(word), list(words[index + 1 :]))
             if reason:
                 return reason
-    if found.computed:
+    if found.computed and depth == 0:
         return found.computed[0]
     if depth < _MAX_DEPTH:
         for text in found.texts:
