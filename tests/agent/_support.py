@@ -6,6 +6,8 @@ from __future__ import annotations
 import importlib
 import json
 import re
+import subprocess
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +17,9 @@ from turnmemory.memory import Message
 from turnmemory.testing import Reply, ToolCall
 
 PROVIDERS = ("anthropic", "openai_chat", "openai_responses", "gemini", "bedrock")
+Run = Callable[..., subprocess.CompletedProcess[str]]
+"""The ``cli`` fixture: ``cli(*args, expect=0, extra_env=None)`` runs ``turnmemory`` in the workspace."""
+
 MODELS = {
     "anthropic": "claude-sonnet-4-6",
     "openai_chat": "gpt-4.1",

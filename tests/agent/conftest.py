@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from tests.agent._support import MODELS, RecordingView, fast_client
+from tests.agent._support import MODELS, RecordingView, Run, fast_client
 
 from turnmemory.agent.config import AgentConfig
 from turnmemory.agent.loop import Agent
@@ -70,3 +72,38 @@ def make_agent(server: FakeProviderServer, data_dir: Path, workspace: Path) -> I
     yield make
     for store in stores:
         store.close()
+
+
+@pytest.fixture
+def cli(data_dir: Path, workspace: Path, tmp_path: Path) -> Run:
+    """``cli(*args)``: run ``turnmemory`` in the workspace with an isolated data and config directory."""
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if not key.startswith("TURNMEMORY_") and key not in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY")
+    }
+    env.update(
+        TURNMEMORY_DATA_DIR=str(data_dir),
+        XDG_CONFIG_HOME=str(tmp_path / "config"),
+        ANTHROPIC_API_KEY="test-key",
+        OPENAI_API_KEY="test-key",
+    )
+
+    def run(
+        *args: str, expect: int | None = 0, extra_env: dict[str, str] | None = None
+    ) -> subprocess.CompletedProcess[str]:
+        done = subprocess.run(
+            [sys.executable, "-m", "turnmemory.cli", *args],
+            cwd=workspace,
+            env={**env, **(extra_env or {})},
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+        if expect is not None:
+            assert done.returncode == expect, done.stderr
+        return done
+
+    run.env = env  # type: ignore[attr-defined]
+    return run

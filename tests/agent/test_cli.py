@@ -16,6 +16,7 @@ from tests.agent._support import (
     COMMAND,
     FILE_SECRET,
     OUTPUT_SECRET,
+    Run,
     body_text,
     conversation_of,
     expected_request,
@@ -28,43 +29,6 @@ from turnmemory.agent.loop import Agent
 from turnmemory.agent.prompt import system_prompt
 from turnmemory.agent.sessions import SessionStore
 from turnmemory.testing import Failure, FakeProviderServer, Reply, ToolCall
-
-Run = Callable[..., subprocess.CompletedProcess[str]]
-
-
-@pytest.fixture
-def cli(data_dir: Path, workspace: Path, tmp_path: Path) -> Run:
-    """``cli(*args)``: run ``turnmemory`` in the workspace with an isolated data and config directory."""
-    env = {
-        key: value
-        for key, value in os.environ.items()
-        if not key.startswith("TURNMEMORY_") and key not in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY")
-    }
-    env.update(
-        TURNMEMORY_DATA_DIR=str(data_dir),
-        XDG_CONFIG_HOME=str(tmp_path / "config"),
-        ANTHROPIC_API_KEY="test-key",
-        OPENAI_API_KEY="test-key",
-    )
-
-    def run(
-        *args: str, expect: int | None = 0, extra_env: dict[str, str] | None = None
-    ) -> subprocess.CompletedProcess[str]:
-        done = subprocess.run(
-            [sys.executable, "-m", "turnmemory.cli", *args],
-            cwd=workspace,
-            env={**env, **(extra_env or {})},
-            capture_output=True,
-            text=True,
-            timeout=60,
-            check=False,
-        )
-        if expect is not None:
-            assert done.returncode == expect, done.stderr
-        return done
-
-    run.env = env  # type: ignore[attr-defined]
-    return run
 
 
 def _session_of(stderr: str) -> str:
