@@ -74,7 +74,10 @@ class Settings:
     reasoning_effort: str | None = None
     session_id: str | None = None
     arguments: ArgumentPolicy = "empty"
-    id_style: IdStyle = "historical"
+    id_style: IdStyle | None = None
+    """``None``: the Chat Completions wire chooses by the model's family, the others ``"historical"``."""
+    single_calls: bool | None = None
+    """Chat Completions: one call per assistant message (``None``: as the model's family needs)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,9 +132,13 @@ class History:
     def format(self, messages: Sequence[Message], pending: list[Item]) -> dict[str, Any]:
         """The request for ``messages`` (the new user message last), with ``pending`` before it."""
         request: dict[str, Any] = self._formatter.to_request(
-            messages, pending=pending, arguments=self.settings.arguments, id_style=self.settings.id_style
+            messages, pending=pending, **self.replay_options()
         )
         return request
+
+    def replay_options(self) -> dict[str, Any]:
+        """The formatter's replay keywords (the Chat Completions wire adds the model's family form)."""
+        return {"arguments": self.settings.arguments, "id_style": self.settings.id_style or "historical"}
 
     def replayed_tools(self, request: Mapping[str, Any]) -> Sequence[str]:
         """Every tool name that ``request`` carries calls of."""
