@@ -19,6 +19,9 @@ Role = Literal["system", "user", "assistant"]
 ROLES: tuple[Role, ...] = ("system", "user", "assistant")
 
 _STRING_FIELDS = ("target", "server", "file_changed", "failed_command")
+_INT64 = range(-(2**63), 2**63)
+"""What an exit code or offset may be: a 64-bit signed integer (larger ones cannot be a real one, and
+an integer over 4,300 digits would make every JSON serialization of the request raise)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,7 +31,7 @@ class ToolActivity:
     ``text_offset`` is the UTF-8 byte length of the assistant prose emitted before the tool ran.
     ``status`` is ``"success"`` when the invocation completed without a tool error; anything else
     replays as an error. The optional fields are bounded, sanitized strings (``exit_code`` an int).
-    Empty strings are stored as ``None``.
+    Empty strings are stored as ``None``, and so is an ``exit_code`` that is not a 64-bit signed integer.
     """
 
     text_offset: int
@@ -44,6 +47,8 @@ class ToolActivity:
         for name in _STRING_FIELDS:
             if getattr(self, name) == "":
                 object.__setattr__(self, name, None)
+        if self.exit_code is not None and not (_is_int(self.exit_code) and self.exit_code in _INT64):
+            object.__setattr__(self, "exit_code", None)
 
     def to_dict(self) -> dict[str, Any]:
         """The spec's JSON object: fields in spec order, absent ones omitted."""
@@ -70,8 +75,8 @@ class ToolActivity:
         if not isinstance(data, Mapping):
             raise ValueError("tool_activity: expected an object")
         offset = data.get("text_offset")
-        if not _is_int(offset) or offset < 0:
-            raise ValueError("tool_activity.text_offset: expected a non-negative integer")
+        if not _is_int(offset) or offset < 0 or offset not in _INT64:
+            raise ValueError("tool_activity.text_offset: expected a non-negative 64-bit integer")
         tool = data.get("tool")
         if not isinstance(tool, str) or not is_unicode(tool) or not bound_text(tool):
             raise ValueError("tool_activity.tool: expected a non-empty string")

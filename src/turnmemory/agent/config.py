@@ -10,6 +10,8 @@
     model = "gpt-4.1"
     base_url = "http://localhost:11434/v1"
     api_key = "..."                      # the environment variable wins when set
+    single_calls = true                  # force one call per assistant message (default: by model family)
+    id_style = "compact"                 # force 9-character call ids ("historical": the spec's ids)
 
     [providers.bedrock]
     model = "us.anthropic.claude-sonnet-4-5-20250929-v1:0"
@@ -39,6 +41,7 @@ from types import MappingProxyType
 from typing import Any
 
 from turnmemory.agent.permissions import Rule, parse_rules
+from turnmemory.replay import IdStyle
 
 __all__ = [
     "CONFIG_ENV",
@@ -74,6 +77,9 @@ KEY_VARIABLES: Mapping[str, tuple[str, ...]] = MappingProxyType(
 """The environment variables holding each provider's API key, in order of preference."""
 _TOP_KEYS = frozenset({"provider", "model", "base_url", "providers", "permissions", "mcp"})
 _PROVIDER_KEYS = frozenset({"model", "base_url", "api_key", "region"})
+_CHAT_KEYS = frozenset({"single_calls", "id_style"})
+"""Keys only ``[providers.openai_chat]`` takes: they force the history's form (see ``openai_chat.family``)."""
+_ID_STYLES: tuple[IdStyle, ...] = ("historical", "compact")
 _KEYLESS_PLACEHOLDER = "not-needed"
 _RUN_VARIABLES = frozenset({"TURNMEMORY_PROVIDER", "TURNMEMORY_MODEL", "TURNMEMORY_BASE_URL"})
 
@@ -94,6 +100,10 @@ class AgentConfig:
     allow: tuple[Rule, ...] = ()
     mcp: Mapping[str, Any] = field(default_factory=dict)
     path: Path | None = None
+    single_calls: bool | None = None
+    """OpenAI Chat: force one call per assistant message (``True``) or batches (``False``); ``None``: by model."""
+    id_style: IdStyle | None = None
+    """OpenAI Chat: force ``"historical"`` or ``"compact"`` call ids; ``None``: by model."""
 
     table: Mapping[str, Any] = field(default_factory=dict, repr=False, compare=False)
     """The parsed config file (for switching provider later)."""
@@ -195,6 +205,14 @@ def resolve(
     mcp = table.get("mcp", {})
     if not isinstance(mcp, Mapping):
         raise ConfigError(f"{where}: [mcp] must be a table")
+    label = f"{where} [providers.{chosen}]"
+    single_calls = section.get("single_calls")
+    if single_calls is not None and not isinstance(single_calls, bool):
+        raise ConfigError(f"{label}: single_calls must be true or false")
+    chosen_ids = _string(section, "id_style", label)
+    id_style = next((style for style in _ID_STYLES if style == chosen_ids), None)
+    if chosen_ids is not None and id_style is None:
+        raise ConfigError(f"{label}: id_style must be one of {', '.join(_ID_STYLES)}, got {chosen_ids!r}")
     return AgentConfig(
         provider=chosen,
         model=chosen_model,
@@ -205,6 +223,8 @@ def resolve(
         mcp=mcp,
         path=path,
         table=table,
+        single_calls=single_calls,
+        id_style=id_style,
     )
 
 
@@ -268,7 +288,7 @@ def _provider_table(table: Mapping[str, Any], provider: str, where: str) -> Mapp
             raise ConfigError(f"{where}: unknown provider [providers.{name}]")
         if not isinstance(section, Mapping):
             raise ConfigError(f"{where}: [providers.{name}] must be a table")
-        unknown = set(section) - _PROVIDER_KEYS
+        unknown = set(section) - _PROVIDER_KEYS - (_CHAT_KEYS if name == "openai_chat" else frozenset())
         if unknown:
             raise ConfigError(f"{where}: unknown key {sorted(unknown)[0]!r} in [providers.{name}]")
     section = providers.get(provider, {})

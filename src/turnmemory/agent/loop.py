@@ -84,6 +84,8 @@ def open_agent_client(config: AgentConfig, session_id: str | None) -> Client:
         api_key=config.api_key,
         region=config.region,
         session_id=session_id,
+        id_style=config.id_style,
+        single_calls=config.single_calls,
     )
 
 

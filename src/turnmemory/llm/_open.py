@@ -44,7 +44,8 @@ def open_client(
     reasoning_effort: str | None = None,
     session_id: str | None = None,
     arguments: ArgumentPolicy = "empty",
-    id_style: IdStyle = "historical",
+    id_style: IdStyle | None = None,
+    single_calls: bool | None = None,
 ) -> Client:
     """A streaming client for ``provider`` and ``model``.
 
@@ -62,6 +63,9 @@ def open_client(
     Bedrock) and ``reasoning_effort`` an effort level (OpenAI). ``session_id`` becomes OpenAI's
     ``prompt_cache_key``. ``arguments`` and ``id_style`` choose how history replays (see
     :mod:`turnmemory.replay`: ``"empty"`` or ``"target"``; ``"historical"`` or ``"compact"``).
+    On ``"openai_chat"`` the history takes the form the model's family needs (see
+    :func:`turnmemory.providers.openai_chat.family`); ``id_style`` and ``single_calls`` (one call per
+    assistant message) force either behaviour.
     A system prompt is the first message of the history.
     """
     entry = _WIRES.get(provider)
@@ -78,6 +82,7 @@ def open_client(
         session_id=session_id,
         arguments=arguments,
         id_style=id_style,
+        single_calls=single_calls,
     )
     module_name, class_name, package = entry
     wire_class = getattr(importlib.import_module(module_name), class_name)

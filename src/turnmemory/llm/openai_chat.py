@@ -44,6 +44,16 @@ class OpenAIChatWire(History):
         self._official = connection.base_url is None and connection.client is None
         super().__init__(formatter, settings)
 
+    def replay_options(self) -> dict[str, Any]:
+        """The served model chooses the history's form (``openai_chat.family``); the settings may force it."""
+        settings = self.settings
+        return {
+            **super().replay_options(),
+            "id_style": settings.id_style,
+            "single_calls": settings.single_calls,
+            "model": settings.model,
+        }
+
     def stream(
         self, request: Mapping[str, Any], tools: Sequence[ToolSpec], turn_start: int
     ) -> Generator[Event | Completion, None, None]:
