@@ -380,10 +380,10 @@ def _kept(items: list[Item], kept: list[Any]) -> list[Item]:
 
 
 def _anthropic_kept(turns: list[Item], kept: list[Any]) -> list[Item]:
-    """Anthropic: each placeholder text block of a user turn is the content of the next kept message.
+    """Anthropic: each placeholder text block of a user turn stands for the next kept message.
 
-    A user turn holding only kept messages is the kept message itself; one that also answers calls of
-    the turn before (the formatter merges adjacent user turns) holds the results, then the kept content.
+    The formatter merges adjacent user turns; here each kept message stays a message of its own, as
+    given, except that the results answering the calls of the turn before it come first in it.
     """
     originals = iter(kept)
     out: list[Item] = []
@@ -391,21 +391,21 @@ def _anthropic_kept(turns: list[Item], kept: list[Any]) -> list[Item]:
         if turn.get("role") != "user":
             out.append(turn)
             continue
-        blocks: list[Any] = []
-        sources: list[Any] = []
+        results: list[Any] = []
         for block in turn["content"]:
-            if block.get("type") == "text" and block.get("text") == _PLACEHOLDER:
-                original = next(originals)
-                sources.append(original)
-                content = original.get("content")
-                blocks.extend([{"type": "text", "text": content}] if isinstance(content, str) else content)
-            else:
-                blocks.append(block)
-        out.append(
-            dict(sources[0])
-            if len(sources) == 1 and len(turn["content"]) == 1
-            else {"role": "user", "content": blocks}
-        )
+            if not (block.get("type") == "text" and block.get("text") == _PLACEHOLDER):
+                results.append(block)
+                continue
+            original = next(originals)
+            if not results:
+                out.append(dict(original))
+                continue
+            content = original.get("content")
+            blocks = [{"type": "text", "text": content}] if isinstance(content, str) else list(content)
+            out.append({"role": "user", "content": [*results, *blocks]})
+            results = []
+        if results:
+            out.append({"role": "user", "content": results})
     return out
 
 
