@@ -8,6 +8,9 @@ call's input or output survives: no file contents, no command output, no MCP arg
 Library users register rules for their own tools by passing ``rules=`` to :class:`TurnRecorder`::
 
     rules = {**DEFAULT_RULES, "open_url": ToolRule(target=url_target("href"), parameter="href")}
+
+Every retained string passes the one redactor, :func:`turnmemory.redaction.redact`; add secret
+shapes of your own with :func:`turnmemory.redaction.register`.
 """
 
 from __future__ import annotations
@@ -79,11 +82,15 @@ def _first_string(arguments: Mapping[str, Any], keys: tuple[str, ...]) -> str | 
 
 
 def path_target(*keys: str) -> TargetFn:
-    """A target read from the first string argument among ``keys``, made workspace-relative."""
+    """A target read from the first string argument among ``keys``, made workspace-relative.
+
+    Secrets are redacted before the path is normalized, which could otherwise break their shape
+    (``https://u:p@h`` becomes ``https:/u:p@h``); a custom target function should do the same.
+    """
 
     def target(arguments: Mapping[str, Any], workspace: str | None) -> str | None:
         path = _first_string(arguments, keys)
-        return relativize(path, workspace) if path is not None else None
+        return relativize(redact(path), workspace) if path is not None else None
 
     return target
 
@@ -95,7 +102,7 @@ def pattern_target(pattern_key: str = "pattern", path_key: str = "path") -> Targ
         pattern = _first_string(arguments, (pattern_key,))
         path = _first_string(arguments, (path_key,))
         if path is not None:
-            path = relativize(path, workspace)
+            path = relativize(redact(path), workspace)
         if path in (None, "."):
             return pattern
         if pattern is None:
@@ -192,7 +199,7 @@ def retain(
         if rule.outcome == "file_change":
             changed = output.get("file_changed")
             if isinstance(changed, str) and changed.strip():
-                file_changed = bound_text(relativize(changed, workspace))
+                file_changed = bound_text(relativize(redact(changed), workspace))
         elif rule.outcome == "exit_code":
             code = output.get("exit_code")
             if isinstance(code, int) and not isinstance(code, bool) and code != 0:
@@ -222,7 +229,7 @@ def _retain_mcp(text_offset: int, args: Mapping[str, Any], output: Any, status: 
                 return value
         return ""
 
-    server, tool = normalize_mcp_tool(pick("server"), pick("tool"))
+    server, tool = normalize_mcp_tool(redact(pick("server")), redact(pick("tool")))
     server = bound_text(server, 128) or "unknown"
     return ToolActivity(
         text_offset=text_offset, tool=bound_text(tool, 128) or MCP_TOOL, status=status, server=server
