@@ -14,7 +14,7 @@ from typing import Any
 from turnmemory.agent.config import AgentConfig
 from turnmemory.llm import Client, Event, RetryPolicy, open_client
 from turnmemory.memory import Message
-from turnmemory.testing import Reply, ToolCall
+from turnmemory.testing import FakeProviderServer, Reply, ToolCall
 
 PROVIDERS = ("anthropic", "openai_chat", "openai_responses", "gemini", "bedrock")
 Run = Callable[..., subprocess.CompletedProcess[str]]
@@ -66,6 +66,22 @@ def fast_client(config: AgentConfig, session_id: str | None) -> Client:
 def body_text(body: Any) -> str:
     """A request body as one string, for absence checks."""
     return json.dumps(body, ensure_ascii=False)
+
+
+def tool_results(body: Any) -> list[str]:
+    """The tool results an OpenAI Chat request carries, in order (an error as ``{"error": ...}`` text)."""
+    return [str(m.get("content")) for m in body.get("messages", []) if m.get("role") == "tool"]
+
+
+def leaked_into(secret: str, server: FakeProviderServer, data_dir: Path, *texts: str) -> list[str]:
+    """Where ``secret`` shows up: a request to the model, a file of the data directory (the session
+    database and its journal included), or one of ``texts`` (the run's stdout, stderr...)."""
+    places = [f"request {n}" for n, request in enumerate(server.requests) if secret in body_text(request.body)]
+    if data_dir.exists():
+        places += [
+            str(path) for path in data_dir.rglob("*") if path.is_file() and secret.encode() in path.read_bytes()
+        ]
+    return places + [f"text {n}" for n, text in enumerate(texts) if secret in text]
 
 
 def _snake(key: str) -> str:

@@ -14,6 +14,7 @@ from tests.agent._support import MODELS, RecordingView, Run, fast_client
 from turnmemory.agent.config import AgentConfig
 from turnmemory.agent.loop import Agent
 from turnmemory.agent.permissions import Access, Answer, parse_rules
+from turnmemory.agent.sandbox import SandboxMode
 from turnmemory.agent.sessions import SessionStore
 from turnmemory.testing import FakeProviderServer
 
@@ -39,7 +40,8 @@ def workspace(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def make_agent(server: FakeProviderServer, data_dir: Path, workspace: Path) -> Iterator[Callable[..., Agent]]:
-    """``make_agent(provider, allow=(), ask=None, session_id=None)``: an in-process agent on the fake server."""
+    """``make_agent(provider, allow=(), ask=None, session_id=None, sandbox=...)``: an in-process agent on the
+    fake server (bash sandboxed as by default; ``sandbox="off"`` for tests of bash permission prompts)."""
     stores: list[SessionStore] = []
 
     def make(
@@ -48,6 +50,7 @@ def make_agent(server: FakeProviderServer, data_dir: Path, workspace: Path) -> I
         allow: tuple[str, ...] = (),
         ask: Callable[[Access], Answer] | None = None,
         session_id: str | None = None,
+        sandbox: SandboxMode = "workspace-write",
     ) -> Agent:
         config = AgentConfig(
             provider=provider,
@@ -56,6 +59,7 @@ def make_agent(server: FakeProviderServer, data_dir: Path, workspace: Path) -> I
             api_key=None if provider == "bedrock" else "test-key",
             region="us-east-1",
             allow=parse_rules(allow),
+            sandbox=sandbox,
         )
         store = SessionStore.open_default()
         stores.append(store)

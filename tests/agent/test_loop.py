@@ -199,7 +199,7 @@ def test_permission_answers_reach_the_model_and_session_grants_stick(
         Reply(tool_calls=[ToolCall("bash", {"command": "echo two"})]),
         Reply(text="Done."),
     )
-    agent = make_agent("anthropic", ask=ask)
+    agent = make_agent("anthropic", ask=ask, sandbox="off")
     assert agent.turn("test it").status == "done"
     assert asked == ["bash: pytest", "bash: echo one"]
     assert "the user denied bash: pytest: use the Makefile" in body_text(server.requests[1].body)

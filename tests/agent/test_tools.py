@@ -374,7 +374,7 @@ def test_web_fetch_limits_redirects_errors_and_types(ctx: ToolContext, web: str)
         fetch_text(f"{web}/missing", authorize=_refuse)
     with pytest.raises(ToolError, match="image/png, not text"):
         fetch_text(f"{web}/image", authorize=_refuse)
-    with pytest.raises(ToolError, match="refused redirect"):
+    with pytest.raises(ToolError, match="refused redirect to a ftp: URL"):
         fetch_text(f"{web}/redirect-ftp", authorize=_refuse)
     with pytest.raises(ToolError, match="http:// or https://"):
         REGISTRY.prepare("web_fetch", {"url": "file:///etc/passwd"}, ctx)

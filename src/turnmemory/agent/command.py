@@ -44,6 +44,13 @@ _Allow = Annotated[
         help="Permission rule, repeatable: bash, 'bash:git *', write, edit, read, web, mcp, all, dangerous.",
     ),
 ]
+_Sandbox = Annotated[
+    str | None,
+    typer.Option(
+        "--sandbox",
+        help="Where bash runs: workspace-write (default where bubblewrap works), read-only or off.",
+    ),
+]
 
 
 def _fail(message: str) -> typer.Exit:
@@ -68,6 +75,7 @@ def run(
     base_url: _BaseUrl = None,
     output: Annotated[str, typer.Option("--format", help="text or json.")] = "text",
     allow: _Allow = None,
+    sandbox: _Sandbox = None,
     config: _Config = None,
     workspace: _Workspace = None,
 ) -> None:
@@ -82,7 +90,12 @@ def run(
     form: OutputFormat = "json" if output == "json" else "text"
     try:
         settings = load_config(
-            provider=provider, model=model, base_url=base_url, allow=allow or (), config_path=config
+            provider=provider,
+            model=model,
+            base_url=base_url,
+            allow=allow or (),
+            config_path=config,
+            sandbox=sandbox,
         )
         request = RunRequest(
             prompt=text, workspace=_workspace(workspace), session=session, latest=continue_, output=form
@@ -108,6 +121,7 @@ def chat(
     model: _Model = None,
     base_url: _BaseUrl = None,
     allow: _Allow = None,
+    sandbox: _Sandbox = None,
     config: _Config = None,
     workspace: _Workspace = None,
 ) -> None:
@@ -118,7 +132,12 @@ def chat(
         raise _fail(f"to resume session {session_id!r} use: turnmemory chat --resume {session_id}")
     try:
         settings = load_config(
-            provider=provider, model=model, base_url=base_url, allow=allow or (), config_path=config
+            provider=provider,
+            model=model,
+            base_url=base_url,
+            allow=allow or (),
+            config_path=config,
+            sandbox=sandbox,
         )
         status = run_chat(
             settings,

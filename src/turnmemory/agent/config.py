@@ -24,7 +24,11 @@
     command = "uvx"
     args = ["mcp-server-time"]
 
-Environment: ``TURNMEMORY_PROVIDER``, ``TURNMEMORY_MODEL``, ``TURNMEMORY_BASE_URL``; keys from
+    [sandbox]                            # see turnmemory.agent.sandbox
+    mode = "workspace-write"             # or "read-only", "off"
+    readable = ["~/.pyenv"]              # more paths bash may read inside the sandbox
+
+Environment: ``TURNMEMORY_PROVIDER``, ``TURNMEMORY_MODEL``, ``TURNMEMORY_BASE_URL``, ``TURNMEMORY_SANDBOX``; keys from
 ``ANTHROPIC_API_KEY``, ``OPENAI_API_KEY``, ``GEMINI_API_KEY`` or ``GOOGLE_API_KEY``; Bedrock uses the
 AWS credential chain and ``AWS_REGION`` / ``AWS_DEFAULT_REGION``. Every problem is a
 :class:`ConfigError` with a one-line message that names the missing or bad setting.
@@ -41,6 +45,7 @@ from types import MappingProxyType
 from typing import Any
 
 from turnmemory.agent.permissions import Rule, parse_rules
+from turnmemory.agent.sandbox import SANDBOX_MODES, SandboxMode
 from turnmemory.replay import IdStyle
 
 __all__ = [
@@ -75,7 +80,7 @@ KEY_VARIABLES: Mapping[str, tuple[str, ...]] = MappingProxyType(
     }
 )
 """The environment variables holding each provider's API key, in order of preference."""
-_TOP_KEYS = frozenset({"provider", "model", "base_url", "providers", "permissions", "mcp"})
+_TOP_KEYS = frozenset({"provider", "model", "base_url", "providers", "permissions", "mcp", "sandbox"})
 _PROVIDER_KEYS = frozenset({"model", "base_url", "api_key", "region"})
 _CHAT_KEYS = frozenset({"single_calls", "id_style"})
 """Keys only ``[providers.openai_chat]`` takes: they force the history's form (see ``openai_chat.family``)."""
@@ -100,6 +105,9 @@ class AgentConfig:
     allow: tuple[Rule, ...] = ()
     mcp: Mapping[str, Any] = field(default_factory=dict)
     path: Path | None = None
+    sandbox: SandboxMode = "workspace-write"
+    """Where bash runs: ``workspace-write``, ``read-only`` or ``off`` (see :mod:`turnmemory.agent.sandbox`)."""
+    sandbox_readable: tuple[str, ...] = ()
     single_calls: bool | None = None
     """OpenAI Chat: force one call per assistant message (``True``) or batches (``False``); ``None``: by model."""
     id_style: IdStyle | None = None
@@ -112,14 +120,14 @@ class AgentConfig:
         """These settings for another provider and/or model (the REPL's ``/model``).
 
         A new provider gets its own model, base URL and key from the environment and config file;
-        the allow rules stay.
+        the allow rules and the sandbox stay.
         """
         provider = provider or self.provider
         if provider == self.provider:
             return replace(self, model=model or self.model)
         env = {key: value for key, value in os.environ.items() if key not in _RUN_VARIABLES}
         fresh = resolve(self.table, provider=provider, model=model, env=env, path=self.path, extra_allow=())
-        return replace(fresh, allow=self.allow)
+        return replace(fresh, allow=self.allow, sandbox=self.sandbox, sandbox_readable=self.sandbox_readable)
 
 
 def default_config_path() -> Path:
@@ -137,6 +145,7 @@ def load_config(
     allow: Sequence[str] = (),
     config_path: str | Path | None = None,
     env: Mapping[str, str] | None = None,
+    sandbox: str | None = None,
 ) -> AgentConfig:
     """Resolve the settings from flags (the arguments), ``env``, the config file and defaults."""
     env = os.environ if env is None else env
@@ -145,7 +154,7 @@ def load_config(
     if explicit and not path.is_file():
         raise ConfigError(f"config file not found: {path}")
     table = _read_table(path) if path.is_file() else {}
-    return resolve(
+    config = resolve(
         table,
         provider=provider,
         model=model,
@@ -154,6 +163,8 @@ def load_config(
         path=path if path.is_file() else None,
         extra_allow=allow,
     )
+    mode, readable = _sandbox(table, sandbox or env.get("TURNMEMORY_SANDBOX"), str(path))
+    return replace(config, sandbox=mode, sandbox_readable=readable)
 
 
 def resolve(
@@ -226,6 +237,24 @@ def resolve(
         single_calls=single_calls,
         id_style=id_style,
     )
+
+
+def _sandbox(table: Mapping[str, Any], chosen: str | None, where: str) -> tuple[SandboxMode, tuple[str, ...]]:
+    section = table.get("sandbox", {})
+    if not isinstance(section, Mapping):
+        raise ConfigError(f"{where}: [sandbox] must be a table")
+    unknown = set(section) - {"mode", "readable"}
+    if unknown:
+        raise ConfigError(f"{where}: unknown key {sorted(unknown)[0]!r} in [sandbox]")
+    mode = chosen or _string(section, "mode", f"{where} [sandbox]") or "workspace-write"
+    if mode not in SANDBOX_MODES:
+        raise ConfigError(f"unknown sandbox mode {mode!r}: expected one of {', '.join(SANDBOX_MODES)}")
+    readable = section.get("readable", [])
+    if not isinstance(readable, list) or not all(
+        isinstance(p, str) and os.path.isabs(os.path.expanduser(p)) for p in readable
+    ):
+        raise ConfigError(f"{where}: [sandbox] readable must be a list of absolute paths (or ~/...)")
+    return mode, tuple(readable)
 
 
 def _credentials(

@@ -27,9 +27,11 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
+from turnmemory.agent._spill import SpillArea
 from turnmemory.agent.config import AgentConfig
 from turnmemory.agent.permissions import Access, Asker, Permissions
 from turnmemory.agent.prompt import SUBAGENT_PROMPT, system_prompt
+from turnmemory.agent.sandbox import open_sandbox
 from turnmemory.agent.sessions import LoadedSession, SessionStore, TurnStatus, transcript_items
 from turnmemory.agent.tools import READ_ONLY_TOOLS, Tool, ToolContext, ToolError, ToolRegistry, builtin_tools
 from turnmemory.llm import Client, Event, ToolResult, ToolSpec, Usage, open_client, record
@@ -150,6 +152,10 @@ class Agent:
         self.permissions = Permissions(
             self.workspace, config.allow, ask=ask, extra_readable=[str(store.spill_root)]
         )
+        self._spill = SpillArea(store.spill_root)
+        self.sandbox, unavailable = open_sandbox(config.sandbox, self.workspace, config.sandbox_readable)
+        if unavailable is not None:
+            view.notice(unavailable)
         self.system = Message(
             role="system", content=system_prompt(self.workspace, mcp_catalogue=mcp_catalogue)
         )
@@ -168,7 +174,7 @@ class Agent:
     @property
     def context(self) -> ToolContext:
         """Where this session's tools run."""
-        return ToolContext(workspace=self.workspace, spill_dir=str(self.store.spill_dir(self.session_id)))
+        return ToolContext(workspace=self.workspace, spill_dir=str(self._spill.path), sandbox=self.sandbox)
 
     def request_history(self) -> list[Message]:
         """The history the next request carries: the system prompt and the retained conversation,
@@ -223,6 +229,7 @@ class Agent:
         reason: str | None,
         usage: Usage,
     ) -> TurnOutcome:
+        self._spill.clear()  # spilled outputs exist for the model within the turn only
         message = recorder.finish()
         if status == "done":
             error = None

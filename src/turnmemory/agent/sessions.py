@@ -151,12 +151,8 @@ class SessionStore:
 
     @property
     def spill_root(self) -> Path:
-        """The directory holding every session's spill directory."""
+        """The directory holding every agent process's spill directory (see ``turnmemory.agent._spill``)."""
         return self.path.parent / "spill"
-
-    def spill_dir(self, session_id: str) -> Path:
-        """Where the session's truncated tool outputs are kept in full."""
-        return self.spill_root / session_id
 
     def close(self) -> None:
         """Close the database connection."""

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from turnmemory.agent.permissions import Access, resolve_path
+from turnmemory.agent.sandbox import Sandbox
 
 __all__ = [
     "Action",
@@ -58,6 +59,8 @@ class ToolContext:
 
     workspace: str
     spill_dir: str
+    sandbox: Sandbox | None = None
+    """The OS sandbox bash commands run in (none: they run on the host)."""
     authorizer: Authorizer | None = None
 
     def resolve(self, raw: str) -> tuple[str, bool]:

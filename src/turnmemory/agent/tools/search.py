@@ -138,17 +138,9 @@ def grep_files(
         regex = re.compile(pattern)
     except re.error as error:
         raise ToolError(f"invalid regular expression {pattern!r}: {error}") from None
-    if not os.path.isdir(root):
-        candidates: Iterable[str] = [root]
-    else:
-        names = list_files(root, deadline)
-        if include:
-            matcher = _name_matcher(include)
-            names = [name for name in names if matcher.fullmatch(name)]
-        candidates = (os.path.join(root, name) for name in names)
     matches: list[tuple[str, int, str]] = []
     try:
-        for path in candidates:
+        for path in _candidates(root, include, deadline):
             for number, line in _text_lines(path, deadline):
                 if regex.search(line):
                     matches.append((path, number, line))
@@ -159,6 +151,16 @@ def grep_files(
             raise
         return GrepResult(matches, timed_out=True)
     return GrepResult(matches)
+
+
+def _candidates(root: str, include: str | None, deadline: Deadline) -> Iterable[str]:
+    if not os.path.isdir(root):
+        return [root]
+    names = list_files(root, deadline)
+    if include:
+        matcher = _name_matcher(include)
+        names = [name for name in names if matcher.fullmatch(name)]
+    return (os.path.join(root, name) for name in names)
 
 
 def _text_lines(path: str, deadline: Deadline) -> Iterable[tuple[int, str]]:

@@ -1,10 +1,19 @@
-"""``bash``: run a shell command in the workspace.
+"""``bash``: run a shell command in the workspace, inside the OS sandbox when there is one.
 
-stdout and stderr go straight to files in the spill directory, so a command that prints gigabytes
-costs disk, not memory. The model gets each stream whole when it is small, otherwise its head and
-tail and the path of the full file (which ``read_file`` may read). The command runs in its own
-process group with stdin closed; on timeout, or when the turn is interrupted, the whole group is
-killed. A timeout is a tool error; a non-zero exit is a completed call with ``failed_command``.
+With a sandbox (:mod:`turnmemory.agent.sandbox`) the command is contained: it sees the workspace and
+the system's programs and nothing else, and has no network, so a plain command runs without asking.
+A command that needs more sets ``escalate`` with a justification; it then runs on the host, and only
+when the permission rules (or the user) allow it.
+
+stdout and stderr go straight to spill files (0600, in the agent's private spill directory, deleted
+when the turn ends), so a command that prints gigabytes costs disk, not memory, and at most
+:data:`MAX_OUTPUT_BYTES` of it. The model gets each stream whole when it is small, otherwise its head
+and tail and the path of the full file (which ``read_file`` may read during the turn).
+
+The command runs in its own process group with stdin closed; the group is killed when the command
+ends (its background processes end with it), times out, prints too much, or the turn is interrupted,
+and a watchdog kills it if the agent dies (:mod:`._reaper`). A timeout is a tool error; a non-zero
+exit is a completed call with ``failed_command``.
 """
 
 from __future__ import annotations
@@ -13,20 +22,29 @@ import os
 import shutil
 import signal
 import subprocess
+import time
 from collections.abc import Mapping
 from typing import Any
 
 from turnmemory.agent.permissions import Access, dangerous_reason
 from turnmemory.agent.tools._base import Action, Tool, ToolContext, ToolError, int_argument
+from turnmemory.agent.tools._reaper import track, untrack
 
-__all__ = ["BASH", "DEFAULT_TIMEOUT", "MAX_STREAM_BYTES", "MAX_TIMEOUT", "run_command"]
+__all__ = ["BASH", "DEFAULT_TIMEOUT", "MAX_OUTPUT_BYTES", "MAX_STREAM_BYTES", "MAX_TIMEOUT", "run_command"]
 
 DEFAULT_TIMEOUT = 120
 MAX_TIMEOUT = 600
 MAX_STREAM_BYTES = 30_000
 """The most of one stream the model sees inline: the first third and the last two thirds."""
+MAX_OUTPUT_BYTES = 256 * 1024 * 1024
+"""The most a command may print (both streams together) before it is killed."""
 _HEAD = MAX_STREAM_BYTES // 3
+_POLL = 0.2
 _QUIET_ENV = {"PAGER": "cat", "GIT_PAGER": "cat", "TERM": "dumb", "GIT_TERMINAL_PROMPT": "0"}
+_SANDBOX_HINT = (
+    "the command ran in the sandbox (no network, nothing outside the workspace); if it needs more, "
+    "call bash again with escalate and a justification"
+)
 
 
 def _prepare_bash(arguments: Mapping[str, Any], ctx: ToolContext) -> Action:
@@ -34,38 +52,52 @@ def _prepare_bash(arguments: Mapping[str, Any], ctx: ToolContext) -> Action:
     if not command.strip():
         raise ToolError("command is empty")
     timeout = int_argument(arguments, "timeout", DEFAULT_TIMEOUT, 1, MAX_TIMEOUT)
+    escalation = None
+    if ctx.sandbox is not None and arguments.get("escalate"):
+        escalation = " ".join(str(arguments.get("justification", "")).split())
+        if not escalation:
+            raise ToolError("escalate needs a justification: say in one line what the command needs")
+    contained = ctx.sandbox is not None and escalation is None
     return Action(
-        run=lambda: run_command(command, timeout, ctx),
-        access=Access("bash", command, dangerous=dangerous_reason(command)),
+        run=lambda: run_command(command, timeout, ctx, contained=contained),
+        access=Access(
+            "bash", command, dangerous=dangerous_reason(command), contained=contained, escalation=escalation
+        ),
     )
 
 
-def run_command(command: str, timeout: float, ctx: ToolContext) -> dict[str, Any]:
-    """Run ``command`` with ``bash -c`` in the workspace; the ``bash`` tool's output."""
+def run_command(command: str, timeout: float, ctx: ToolContext, *, contained: bool = True) -> dict[str, Any]:
+    """Run ``command`` with ``bash -c`` in the workspace (in ``ctx``'s sandbox when ``contained``)."""
+    sandbox = ctx.sandbox if contained else None
     shell = shutil.which("bash") or "/bin/sh"
+    argv, env = [shell, "-c", command], {**os.environ, **_QUIET_ENV}
+    if sandbox is not None:
+        argv, env = sandbox.command(argv), sandbox.environment(_QUIET_ENV)
     stdout_path, stderr_path = ctx.spill_path("stdout.txt"), ctx.spill_path("stderr.txt")
-    with open(stdout_path, "wb") as stdout, open(stderr_path, "wb") as stderr:
+    stdout, stderr = _private_file(stdout_path), _private_file(stderr_path)
+    try:
         process = subprocess.Popen(
-            [shell, "-c", command],
+            argv,
             cwd=ctx.workspace,
             stdin=subprocess.DEVNULL,
             stdout=stdout,
             stderr=stderr,
             start_new_session=True,
-            env={**os.environ, **_QUIET_ENV},
+            env=env,
         )
+        track(process.pid)
         try:
-            code = process.wait(timeout)
-        except subprocess.TimeoutExpired:
+            code, stopped = _wait(process, timeout, (stdout, stderr))
+        finally:
             _kill_group(process)
-            kept = [path for path in (stdout_path, stderr_path) if _keep_if_nonempty(path)]
-            where = f"; partial output in {', '.join(kept)}" if kept else ""
-            raise ToolError(
-                f"command timed out after {timeout:g} s and its process group was killed{where}"
-            ) from None
-        except BaseException:
-            _kill_group(process)
-            raise
+            untrack(process.pid)
+    finally:
+        os.close(stdout)
+        os.close(stderr)
+    if stopped is not None:
+        kept = [path for path in (stdout_path, stderr_path) if _keep_if_nonempty(path)]
+        where = f"; partial output in {', '.join(kept)}" if kept else ""
+        raise ToolError(f"{stopped} and its process group was killed{where}")
     exit_code = code if code >= 0 else 128 - code
     output: dict[str, Any] = {"command": command, "exit_code": exit_code}
     truncated = False
@@ -79,14 +111,39 @@ def run_command(command: str, timeout: float, ctx: ToolContext) -> dict[str, Any
     output["truncated"] = truncated
     if exit_code != 0:
         output["failed_command"] = command
+        if sandbox is not None:
+            output["note"] = _SANDBOX_HINT
     return output
+
+
+def _private_file(path: str) -> int:
+    """A new spill file only this user can read, opened for writing."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+    return os.open(path, flags, 0o600)
+
+
+def _wait(
+    process: subprocess.Popen[bytes], timeout: float, outputs: tuple[int, int]
+) -> tuple[int, str | None]:
+    """The exit status, or why the command was stopped (its time limit, too much output)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            return process.wait(min(_POLL, max(deadline - time.monotonic(), 0))), None
+        except subprocess.TimeoutExpired:
+            pass
+        if sum(os.fstat(fd).st_size for fd in outputs) > MAX_OUTPUT_BYTES:
+            return -1, f"command printed more than {MAX_OUTPUT_BYTES} bytes"
+        if time.monotonic() >= deadline:
+            return -1, f"command timed out after {timeout:g} s"
 
 
 def _kill_group(process: subprocess.Popen[bytes]) -> None:
     try:
         os.killpg(process.pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
-        process.kill()
+        if process.returncode is None:
+            process.kill()
     process.wait()
 
 
@@ -102,12 +159,12 @@ def _stream(path: str) -> tuple[str, bool]:
     size = os.path.getsize(path)
     with open(path, "rb") as handle:
         if size <= MAX_STREAM_BYTES:
-            data = handle.read()
+            data = handle.read(MAX_STREAM_BYTES)
             os.unlink(path)
             return data.decode("utf-8", "replace"), False
         head = handle.read(_HEAD)
         handle.seek(size - (MAX_STREAM_BYTES - _HEAD))
-        tail = handle.read()
+        tail = handle.read(MAX_STREAM_BYTES - _HEAD)
     skipped = size - len(head) - len(tail)
     marker = f"\n[... {skipped} bytes omitted; the full output ({size} bytes) is in {path} ...]\n"
     return head.decode("utf-8", "ignore") + marker + tail.decode("utf-8", "ignore"), True
@@ -118,7 +175,11 @@ BASH = Tool(
     description=(
         "Run a shell command with bash in the workspace (stdin closed, no terminal). Returns exit_code, "
         "stdout and stderr; long outputs are cut to their head and tail and the full text is saved to a file "
-        "you may read. A non-zero exit is reported, not an error; a timeout kills the command."
+        "you may read during this turn. A non-zero exit is reported, not an error; a timeout kills the "
+        "command, and background processes end with it. When a sandbox is in use, commands run contained: "
+        "the workspace and the system's programs only, no network, a private /tmp and HOME. A command that "
+        "needs more (the network, files outside the workspace) may set escalate with a justification: it "
+        "then runs outside the sandbox if the user allows it."
     ),
     input_schema={
         "type": "object",
@@ -129,6 +190,14 @@ BASH = Tool(
                 "minimum": 1,
                 "maximum": MAX_TIMEOUT,
                 "description": f"Seconds before the command is killed. Default {DEFAULT_TIMEOUT}.",
+            },
+            "escalate": {
+                "type": "boolean",
+                "description": "Ask to run outside the sandbox (needs a justification and the user's permission).",
+            },
+            "justification": {
+                "type": "string",
+                "description": "With escalate: one line on what the command needs outside the sandbox.",
             },
         },
         "required": ["command"],

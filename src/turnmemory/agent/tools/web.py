@@ -230,8 +230,10 @@ def fetch_text(
             raise ToolError(f"HTTP {answer.status} without a Location from {_shown(current)}")
         following = urljoin(current, location)
         parts = urlsplit(following)
-        if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
-            raise ToolError(f"refused redirect to a non-http URL: {_shown(following)}")
+        if parts.scheme.lower() not in ("http", "https"):
+            raise ToolError(f"refused redirect to a {parts.scheme}: URL (only http and https are followed)")
+        if not parts.hostname:
+            raise ToolError(f"refused redirect to a URL without a host from {_shown(current)}")
         if _origin(following) not in granted:
             try:
                 authorize(Access("web", parts.hostname))
