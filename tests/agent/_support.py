@@ -76,10 +76,14 @@ def tool_results(body: Any) -> list[str]:
 def leaked_into(secret: str, server: FakeProviderServer, data_dir: Path, *texts: str) -> list[str]:
     """Where ``secret`` shows up: a request to the model, a file of the data directory (the session
     database and its journal included), or one of ``texts`` (the run's stdout, stderr...)."""
-    places = [f"request {n}" for n, request in enumerate(server.requests) if secret in body_text(request.body)]
+    places = [
+        f"request {n}" for n, request in enumerate(server.requests) if secret in body_text(request.body)
+    ]
     if data_dir.exists():
         places += [
-            str(path) for path in data_dir.rglob("*") if path.is_file() and secret.encode() in path.read_bytes()
+            str(path)
+            for path in data_dir.rglob("*")
+            if path.is_file() and secret.encode() in path.read_bytes()
         ]
     return places + [f"text {n}" for n, text in enumerate(texts) if secret in text]
 
