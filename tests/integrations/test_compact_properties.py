@@ -1,0 +1,223 @@
+"""Properties of compact() on generated histories in all three message-list formats."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from tests.providers.sdk_validators import validate
+
+from turnmemory.integrations import Compactor, compact
+from turnmemory.providers.check import check_request
+
+RAW = "RAW-OUTPUT"
+PROVIDERS = ("openai_chat", "anthropic", "openai_responses")
+
+
+@dataclass(frozen=True)
+class Call:
+    id: str
+    name: str
+    arguments: dict[str, Any]
+    result: str
+    is_error: bool
+
+
+Iteration = tuple[str, tuple[Call, ...]]
+
+_TOOLS = st.sampled_from(
+    [
+        ("read_file", {"path": "/ws/src/a.py"}),
+        ("edit_file", {"path": "/ws/src/a.py", "old": "x", "new": "y"}),
+        ("write_file", {"path": "/ws/b.txt", "content": "secret"}),
+        ("bash", {"command": "pytest -q"}),
+        ("grep", {"pattern": "TODO", "path": "/ws"}),
+        ("lookup_ticket", {"id": "T-1"}),
+        ("mcp__github__search", {"q": "x"}),
+    ]
+)
+_RESULTS = st.sampled_from(
+    [
+        f"{RAW} plain text",
+        f"Exit code: 1\n{RAW}",
+        f"Process exited with code 2\n{RAW}",
+        f"<returncode>0</returncode>\n{RAW}",
+        f"Error: tool failed {RAW}",
+        json.dumps({"exit_code": 3, "stdout": RAW}),
+        json.dumps({"error": RAW}),
+        json.dumps({"file_changed": None, "output": RAW}),
+        "",
+    ]
+)
+# prose and user text: any letters, digits, spaces and punctuation, but never what the assertions look for
+_TEXT = st.text(
+    st.characters(categories=("L", "N", "Zs", "Po"), exclude_characters='/"\\'), max_size=12
+).filter(lambda text: "historical" not in text)
+
+
+@st.composite
+def _iteration(draw: st.DrawFn, counter: list[int]) -> Iteration:
+    calls = []
+    for tool, arguments in draw(st.lists(_TOOLS, max_size=3)):
+        counter[0] += 1
+        calls.append(Call(f"call_{counter[0]}", tool, arguments, draw(_RESULTS), draw(st.booleans())))
+    prose = draw(_TEXT)
+    return (prose if prose.strip() or not calls else "", tuple(calls))
+
+
+@st.composite
+def conversations(draw: st.DrawFn) -> list[tuple[str, list[Iteration]]]:
+    counter = [0]
+    turns = draw(st.integers(1, 4))
+    return [
+        (
+            draw(_TEXT.filter(lambda t: bool(t.strip()))),
+            [it for it in draw(st.lists(_iteration(counter), max_size=3)) if it[0] or it[1]],
+        )
+        for _ in range(turns)
+    ]
+
+
+def chat(conversation: list[tuple[str, list[Iteration]]]) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = [{"role": "system", "content": "You are a coding agent."}]
+    for user, iterations in conversation:
+        out.append({"role": "user", "content": user})
+        for prose, calls in iterations:
+            message: dict[str, Any] = {"role": "assistant", "content": prose or None}
+            if calls:
+                message["tool_calls"] = [
+                    {
+                        "id": c.id,
+                        "type": "function",
+                        "function": {"name": c.name, "arguments": json.dumps(c.arguments)},
+                    }
+                    for c in calls
+                ]
+            out.append(message)
+            out.extend({"role": "tool", "tool_call_id": c.id, "content": c.result} for c in calls)
+    return out
+
+
+def anthropic(conversation: list[tuple[str, list[Iteration]]]) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for user, iterations in conversation:
+        text = [{"type": "text", "text": user}]
+        if out and out[-1]["role"] == "user":  # results of the turn before, or an empty turn
+            out[-1]["content"].extend(text)
+        else:
+            out.append({"role": "user", "content": text})
+        for prose, calls in iterations:
+            blocks: list[dict[str, Any]] = [{"type": "text", "text": prose}] if prose else []
+            blocks.extend(
+                {"type": "tool_use", "id": c.id, "name": c.name, "input": c.arguments} for c in calls
+            )
+            if out[-1]["role"] == "assistant":
+                out[-1]["content"].extend(blocks)
+            else:
+                out.append({"role": "assistant", "content": blocks})
+            if calls:
+                results = [
+                    {
+                        "type": "tool_result",
+                        "tool_use_id": c.id,
+                        "content": c.result or "(no output)",
+                        "is_error": c.is_error,
+                    }
+                    for c in calls
+                ]
+                out.append({"role": "user", "content": results})
+    return out
+
+
+def responses(conversation: list[tuple[str, list[Iteration]]]) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = [{"role": "developer", "content": "You are a coding agent."}]
+    for user, iterations in conversation:
+        out.append({"role": "user", "content": user})
+        for prose, calls in iterations:
+            if prose:
+                out.append(
+                    {
+                        "id": f"msg_{len(out)}",
+                        "type": "message",
+                        "role": "assistant",
+                        "status": "completed",
+                        "content": [{"type": "output_text", "text": prose, "annotations": []}],
+                    }
+                )
+            out.extend(
+                {
+                    "type": "function_call",
+                    "call_id": c.id,
+                    "name": c.name,
+                    "arguments": json.dumps(c.arguments),
+                }
+                for c in calls
+            )
+            out.extend({"type": "function_call_output", "call_id": c.id, "output": c.result} for c in calls)
+    return out
+
+
+BUILD = {"openai_chat": chat, "anthropic": anthropic, "openai_responses": responses}
+
+
+def _body(provider: str, messages: list[dict[str, Any]]) -> dict[str, Any]:
+    return {"input": messages} if provider == "openai_responses" else {"messages": messages}
+
+
+def _last_user(provider: str, messages: list[dict[str, Any]]) -> int:
+    def is_user(m: dict[str, Any]) -> bool:
+        if m.get("role") != "user" or m.get("type", "message") != "message":
+            return False
+        content = m["content"]
+        return isinstance(content, str) or any(b.get("type") != "tool_result" for b in content)
+
+    return max(i for i, m in enumerate(messages) if is_user(m))
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+@settings(max_examples=60, deadline=None)
+@given(conversation=conversations())
+def test_compact_is_valid_idempotent_and_keeps_the_current_turn(
+    provider: str, conversation: list[tuple[str, list[Iteration]]]
+) -> None:
+    full = BUILD[provider](conversation)
+    out = compact(full, provider, workspace="/ws")  # type: ignore[arg-type]
+    assert check_request(provider, _body(provider, out)) == []
+    validate(provider, _body(provider, out))
+    assert compact(out, provider, workspace="/ws") == out  # type: ignore[arg-type]
+    last_in, last_out = _last_user(provider, full), _last_user(provider, out)
+    assert out[last_out + 1 :] == full[last_in + 1 :]
+    assert RAW not in json.dumps(out[: last_out + 1]) and "/ws" not in json.dumps(out[: last_out + 1])
+    # the record keeps every answered call of the compacted turns, each paired with its result
+    compacted_calls = sum(len(calls) for _, its in conversation[:-1] for _, calls in its)
+    assert json.dumps(out[: last_out + 1]).count("historical_") == 2 * compacted_calls
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+@settings(max_examples=30, deadline=None)
+@given(conversation=conversations(), more=conversations())
+def test_a_longer_history_starts_with_the_same_request(
+    provider: str, conversation: list[tuple[str, list[Iteration]]], more: list[tuple[str, list[Iteration]]]
+) -> None:
+    build = BUILD[provider]
+    short, long = build(conversation), build([*conversation, *more])
+    compactor = Compactor(provider, workspace="/ws")  # type: ignore[arg-type]
+    first = compactor.compact(short)
+    second = compactor.compact(long)
+    assert second == compact(long, provider, workspace="/ws")  # type: ignore[arg-type]
+    stable = first[: _last_user(provider, first)]  # everything before the user message that ended it
+    assert second[: len(stable)] == stable
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_bad_input_is_a_clear_error(provider: str) -> None:
+    with pytest.raises(TypeError, match=r"messages\[1\]: expected an object"):
+        compact([{"role": "user", "content": "x"}, "oops"], provider)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="expected a list"):
+        compact({"role": "user"}, provider)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="provider must be one of"):
+        compact([], "gemini")  # type: ignore[arg-type]
