@@ -59,7 +59,11 @@ _ALPHABET = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 
 
 def compact_id(message_index: int, n: int) -> str:
-    """A 9-character ``[A-Za-z0-9]`` id, distinct for every ``(message_index, n)`` below 2**24 each."""
+    """A 9-character ``[A-Za-z0-9]`` id: ``h`` and 8 base-62 digits of ``(message_index, n)``.
+
+    Distinct for every ``message_index`` below 2**23 and ``n`` below 2**24 (62**8 > 2**47); the same
+    message and activity give the same id in every request, so prompt caches hold.
+    """
     value = (message_index << 24) | n
     digits = []
     for _ in range(8):
