@@ -502,9 +502,23 @@ def _spans(view: str) -> list[tuple[int, int]]:
                     start, end = start + offset, start + offset + len(inner)
             else:
                 start, end = match.span()
-            if end > start and view[start:end] != REDACTED:
-                found.append((start, end))
+            found.extend(_around_markers(view, start, end))
     return found
+
+
+def _around_markers(view: str, start: int, end: int) -> list[tuple[int, int]]:
+    """The parts of ``view[start:end]`` outside earlier ``[REDACTED]`` markers (never redacted twice)."""
+    parts: list[tuple[int, int]] = []
+    cursor = start
+    while cursor < end:
+        marker = view.find(REDACTED, cursor, end)
+        stop = end if marker < 0 else marker
+        if stop > cursor:
+            parts.append((cursor, stop))
+        if marker < 0:
+            break
+        cursor = marker + len(REDACTED)
+    return parts
 
 
 def _merge(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
@@ -517,7 +531,22 @@ def _merge(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
     return merged
 
 
+_PASSES = 6
+
+
 def _redact(text: str) -> str:
+    # A replacement can change what a rule sees around it (a value now holds a marker), so passes
+    # repeat until nothing changes; each pass that changes the text removes characters that are not
+    # markers, so this settles, and the result is idempotent.
+    for _ in range(_PASSES):
+        redacted = _redact_once(text)
+        if redacted == text:
+            return text
+        text = redacted
+    return REDACTED
+
+
+def _redact_once(text: str) -> str:
     view, starts, ends = _view(text)
     spans = _spans(view)
     if not spans:
