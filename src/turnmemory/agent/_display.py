@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from turnmemory.agent.sessions import LoadedSession
-from turnmemory.retention import bound_text, retain
+from turnmemory.retention import bound_text, redact, retain
 
 __all__ = ["one_line", "session_lines", "timestamp", "tool_label", "tool_outcome"]
 
@@ -94,6 +94,7 @@ def _tool_line(item: Mapping[str, Any]) -> str:
     label = f"{item['server']}.{item.get('tool')}" if item.get("server") else str(item.get("name", "?"))
     if item.get("target"):
         label += f" {item['target']}"
+    label = redact(label)  # a record written by an older version, or edited by hand
     status = str(item.get("status", ""))
     if status == "error":
         status = f"error: {one_line(str(item.get('preview', '')))}"
@@ -107,8 +108,8 @@ def _tool_line(item: Mapping[str, Any]) -> str:
 
 def _attached_lines(item: Mapping[str, Any]) -> list[str]:
     if item.get("kind") == "permission":
-        return [f"  permission {item.get('decision')}: {item.get('summary')}"]
-    return ["  | " + line for line in str(item.get("diff", "")).splitlines()]
+        return [redact(f"  permission {item.get('decision')}: {item.get('summary')}")]
+    return ["  | " + line for line in redact(str(item.get("diff", ""))).splitlines()]
 
 
 def timestamp(seconds: float) -> str:
@@ -117,4 +118,4 @@ def timestamp(seconds: float) -> str:
 
 
 def _compact(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    return redact(json.dumps(value, ensure_ascii=False, separators=(",", ":")))

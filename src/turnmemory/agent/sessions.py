@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from turnmemory.memory import Message
-from turnmemory.retention import DEFAULT_RULES, ToolRule, cut_utf8, redact, retain
+from turnmemory.retention import DEFAULT_RULES, ToolRule, cut_utf8, redact, redact_prefix, retain
 from turnmemory.segments import AssistantSegment, PermissionSegment, ReasoningSegment, Segment, ToolSegment
 
 __all__ = [
@@ -198,9 +198,9 @@ class SessionStore:
         """Persist a finished, incomplete, interrupted or failed assistant turn."""
         data: dict[str, Any] = {"message": message.to_dict(), "status": status}
         if error:
-            data["error"] = error
+            data["error"] = redact(error)
         if reason:
-            data["reason"] = reason
+            data["reason"] = redact(reason)
         if usage:
             data["usage"] = dict(usage)
         data["transcript"] = list(transcript)
@@ -377,7 +377,7 @@ def preview(value: Any, limit: int = PREVIEW_BYTES) -> str:
                 value = value[key]
                 break
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
-    text = redact(text[: limit * 4])
+    text = redact_prefix(text, limit * 4)
     cut = cut_utf8(text, limit)
     return cut if cut == text else cut + "..."
 
@@ -401,7 +401,7 @@ def transcript_items(
         elif isinstance(segment, ReasoningSegment):
             items.append({"kind": "reasoning", "text": preview(segment.text, 2000)})
         elif isinstance(segment, ToolSegment):
-            item: dict[str, Any] = {"kind": "tool", "call_id": segment.call_id, "name": segment.name}
+            item: dict[str, Any] = {"kind": "tool", "call_id": segment.call_id, "name": redact(segment.name)}
             if segment.ended:
                 activity = retain(
                     0,

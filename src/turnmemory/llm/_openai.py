@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 from turnmemory.llm._loop import Connection, Item, sdk_options
-from turnmemory.llm._retry import Failure, connection_failure, http_failure
+from turnmemory.llm._retry import Failure, connection_failure, error_fields, http_failure
 from turnmemory.llm._tools import ToolSpec
 
 __all__ = ["function_tool", "openai_client", "openai_failure"]
@@ -29,21 +28,14 @@ def openai_failure(error: Exception) -> Failure | None:
     if isinstance(error, openai.APIConnectionError | httpx2.TransportError):
         return connection_failure(error)
     if isinstance(error, openai.APIStatusError):
+        message, _ = error_fields(error.body)
         return http_failure(
-            error.status_code, _message(error), kind=error.code or error.type, headers=error.response.headers
+            error.status_code, message, kind=error.code or error.type, headers=error.response.headers
         )
     if isinstance(error, openai.APIError):
-        return http_failure(None, _message(error), kind=error.code or error.type)
+        message, _ = error_fields(error.body)
+        return http_failure(None, message, kind=error.code or error.type)
     return None
-
-
-def _message(error: Any) -> str:
-    body = error.body
-    if isinstance(body, Mapping):
-        inner = body.get("error", body)
-        if isinstance(inner, Mapping) and isinstance(inner.get("message"), str):
-            return str(inner["message"])
-    return str(error.message)
 
 
 def function_tool(spec: ToolSpec, *, nested: bool) -> Item:

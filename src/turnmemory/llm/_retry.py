@@ -23,6 +23,7 @@ __all__ = [
     "MalformedError",
     "RetryPolicy",
     "connection_failure",
+    "error_fields",
     "http_failure",
     "is_overflow",
     "malformed_failure",
@@ -183,6 +184,19 @@ def http_failure(
     )
 
 
+def error_fields(body: object) -> tuple[str, str | None]:
+    """The ``message`` and ``type`` of a JSON error body (``{"error": {...}}`` or the object itself).
+
+    SDKs fall back to printing the whole body when its message is empty; this keeps it empty, so
+    :func:`http_failure` says so in words.
+    """
+    inner = body.get("error", body) if isinstance(body, Mapping) else None
+    if not isinstance(inner, Mapping):
+        return "", None
+    message, kind = inner.get("message"), inner.get("type")
+    return (message if isinstance(message, str) else "", kind if isinstance(kind, str) and kind else None)
+
+
 def _default_message(status: int | None) -> str:
     reason = _REASONS.get(status or 0)
     return (
@@ -198,6 +212,12 @@ def connection_failure(error: BaseException) -> Failure:
         host = next((name for name in map(_host, chain) if name), None)
         where = f"host {host}" if host else "the provider's host name"
         return Failure(f"cannot resolve {where} (check the base URL and the network)")
+    timeouts = [type(cause).__name__ for cause in chain if _is_timeout(cause)]
+    if timeouts:
+        phase = (
+            "connecting" if any("Connect" in name for name in timeouts) else "no data within the read timeout"
+        )
+        return Failure(f"timed out waiting for the provider ({phase})", retryable=True)
     detail = str(error) or type(error).__name__
     cause = error.__cause__
     if cause is not None and str(cause) and str(cause) not in detail:
@@ -233,6 +253,11 @@ def _chain(error: BaseException) -> list[BaseException]:
         chain.append(current)
         current = current.__cause__ or current.__context__
     return chain
+
+
+def _is_timeout(error: BaseException) -> bool:
+    """A timeout of any HTTP stack: ``TimeoutError`` (sockets), or a class named so (httpx, botocore, SDKs)."""
+    return isinstance(error, TimeoutError) or "Timeout" in type(error).__name__
 
 
 def _host(error: BaseException) -> str | None:
