@@ -37,6 +37,7 @@ def _spawn(server: FakeProviderServer, workspace: Path, data_dir: Path, tmp_path
         TERM="xterm-256color",
         NO_COLOR="1",
         PROMPT_TOOLKIT_NO_CPR="1",
+        TURNMEMORY_SANDBOX="off",  # bash is asked about, and its pid is the host's
     )
     child = pexpect.spawn(
         sys.executable,
