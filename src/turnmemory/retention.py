@@ -24,7 +24,7 @@ from types import MappingProxyType
 from typing import Any, Literal
 from urllib.parse import urlsplit, urlunsplit
 
-from turnmemory._text import MAX_FIELD_BYTES, REDACTED, bound_text, cut_utf8, redact
+from turnmemory._text import MAX_FIELD_BYTES, REDACTED, bound_text, cut_utf8, redact, redact_prefix
 from turnmemory.memory import ToolActivity
 
 __all__ = [
@@ -41,6 +41,7 @@ __all__ = [
     "path_target",
     "pattern_target",
     "redact",
+    "redact_prefix",
     "relativize",
     "retain",
     "sanitize_url",

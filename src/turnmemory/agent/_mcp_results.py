@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from turnmemory.agent._mcp_config import McpError
-from turnmemory.retention import bound_text, cut_utf8
+from turnmemory.retention import bound_text, cut_utf8, redact
 
 __all__ = ["INLINE_LIMIT", "PREVIEW_BYTES", "tool_error", "tool_output"]
 
@@ -82,5 +82,5 @@ def _repeats(text: str, structured: Any) -> bool:
 
 def _spill_path(spill_dir: Path, server: str, tool: str) -> Path:
     spill_dir.mkdir(parents=True, exist_ok=True)
-    stem = _UNSAFE.sub("_", f"{server}-{tool}")[:80]
+    stem = _UNSAFE.sub("_", redact(f"{server}-{tool}"))[:80]
     return spill_dir / f"mcp-{stem}-{uuid.uuid4().hex[:12]}.txt"
