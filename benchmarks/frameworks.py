@@ -1,6 +1,6 @@
 """LangChain's ClearToolUsesEdit against TurnMemoryMiddleware on the same real sessions.
 
-    .venv/bin/python benchmarks/frameworks.py [PATH ...]     # default: ../shared/data/transcripts
+    .venv/bin/python benchmarks/frameworks.py [--repeat 3] [PATH ...]   # default: ../shared/data/transcripts
 
 Every imported session becomes the LangChain message list a ``create_agent`` graph state would hold
 for it: ``HumanMessage`` per user turn, an ``AIMessage`` per loop iteration with the agent's own tool
@@ -12,11 +12,12 @@ does before the model is called:
 - ``ContextEditingMiddleware`` with ``ClearToolUsesEdit``: ``deepcopy`` of the messages, then the
   edit with ``count_tokens_approximately`` — once with LangChain's defaults (trigger 100k tokens,
   keep 3) and once set to clear everything it can (trigger 0, keep 0, inputs cleared too);
-- ``TurnMemoryMiddleware``: one per session (as one per conversation), ``compact_messages``, with
+- ``TurnMemoryMiddleware``: one per session (as one per conversation), its ``compact``, with
   ``ToolRule``\\ s that read each agent's own argument names (``file_path``, ``cmd``, ...).
 
 It prints the approximate tokens each sends into later turns (LangChain's ``count_tokens_approximately``,
-summed over those requests) and the time per model call (mean and worst over those requests).
+summed over those requests) and the time per model call (mean and worst over those requests, each
+call's time the best of ``--repeat`` whole runs, every run with fresh middlewares).
 """
 
 from __future__ import annotations
@@ -31,24 +32,16 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from turnmemory.integrations import Compactor
+from turnmemory.analysis._trace import Call, conversation
 from turnmemory.retention import DEFAULT_RULES, ToolRule, command_target, path_target
-from turnmemory.transcripts import (
-    ImportedSession,
-    IterationEnd,
-    Prose,
-    ToolCall,
-    ToolResult,
-    discover,
-    load_session,
-)
+from turnmemory.transcripts import ImportedSession, discover, load_session
 
 try:
     from langchain.agents.middleware.context_editing import ClearToolUsesEdit
     from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, ToolMessage
     from langchain_core.messages.utils import count_tokens_approximately
 
-    from turnmemory.integrations.langchain import compact_messages
+    from turnmemory.integrations.langchain import TurnMemoryMiddleware
 except ImportError:  # pragma: no cover - the benchmark environment installs them
     sys.exit("frameworks: install the langchain extra first (pip install '.[langchain]')")
 
@@ -72,50 +65,33 @@ def session_rules(session: ImportedSession) -> dict[str, ToolRule]:
     return rules
 
 
-def _arguments(call: ToolCall) -> dict[str, Any]:
+def _arguments(call: Call) -> dict[str, Any]:
     try:
-        value = json.loads(call.source_input)
+        value = json.loads(call.arguments)
     except ValueError:
-        return {"input": call.source_input}
+        return {"input": call.arguments}
     return value if isinstance(value, dict) else {"input": value}
 
 
 def langchain_turns(session: ImportedSession) -> list[list[AnyMessage]]:
     """Each user turn of the session as the LangChain messages the graph state gains with it."""
     turns: list[list[AnyMessage]] = []
-    for turn in session.turns:
-        results = {event.call_id: event for event in turn.events if isinstance(event, ToolResult)}
+    for turn in conversation(session):
         messages: list[AnyMessage] = [HumanMessage(turn.user or "(empty)")]
-        prose: list[str] = []
-        calls: list[ToolCall] = []
-
-        def close() -> None:
-            if not prose and not calls:
-                return
-            tool_calls = [{"id": c.call_id, "name": c.source_name, "args": _arguments(c)} for c in calls]
-            messages.append(AIMessage(content="".join(prose), tool_calls=tool_calls))
-            for call in calls:
-                result = results.get(call.call_id)
-                text, failed = (result.text, result.is_error) if result is not None else ("aborted", True)
-                messages.append(
-                    ToolMessage(
-                        content=text,
-                        tool_call_id=call.call_id,
-                        name=call.source_name,
-                        status="error" if failed else "success",
-                    )
+        for iteration in turn.iterations:
+            if not iteration.prose and not iteration.calls:
+                continue
+            tool_calls = [{"id": c.id, "name": c.name, "args": _arguments(c)} for c in iteration.calls]
+            messages.append(AIMessage(content=iteration.prose, tool_calls=tool_calls))
+            messages.extend(
+                ToolMessage(
+                    content=c.result,
+                    tool_call_id=c.id,
+                    name=c.name,
+                    status="error" if c.is_error else "success",
                 )
-            prose.clear()
-            calls.clear()
-
-        for event in turn.events:
-            if isinstance(event, IterationEnd) or (isinstance(event, Prose) and calls):
-                close()
-            if isinstance(event, Prose):
-                prose.append(event.text)
-            elif isinstance(event, ToolCall):
-                calls.append(event)
-        close()
+                for c in iteration.calls
+            )
         turns.append(messages)
     return turns
 
@@ -153,12 +129,12 @@ def measure(paths: Sequence[Path]) -> tuple[int, int, dict[str, int], dict[str, 
         if len(turns) < 2:
             continue
         sessions += 1
-        compactor = Compactor("openai_chat", rules=session_rules(session), workspace=session.workspace)
+        middleware = TurnMemoryMiddleware(rules=session_rules(session), workspace=session.workspace)
         run: dict[str, Callable[[list[AnyMessage]], list[AnyMessage]]] = {
             "full": list,
             "clear_default": clear_tool_uses(ClearToolUsesEdit()),
             "clear_all": clear_tool_uses(ClearToolUsesEdit(trigger=0, keep=0, clear_tool_inputs=True)),
-            "turnmemory": lambda messages: compact_messages(messages, compactor),
+            "turnmemory": middleware.compact,
         }
         state: list[AnyMessage] = list(turns[0])
         for turn in turns[1:]:
@@ -179,12 +155,18 @@ def main() -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("paths", nargs="*", type=Path, default=[DATA])
+    parser.add_argument("--repeat", type=int, default=3, help="runs; each call's time is its best run")
     args = parser.parse_args()
     missing = [str(p) for p in args.paths if not p.exists()]
     if missing:
         sys.exit(f"frameworks: not found: {', '.join(missing)}")
     paths = sorted(discover([str(p) for p in args.paths]))
-    sessions, requests, tokens, times = measure(paths)
+    runs = [measure(paths) for _ in range(args.repeat)]
+    sessions, requests, tokens, _ = runs[0]
+    times = {
+        name: [min(samples) for samples in zip(*(run[3][name] for run in runs), strict=True)]
+        for name in STRATEGIES
+    }
     print(
         f"\n### Later-turn requests through LangChain middleware: {sessions} multi-turn sessions, {requests} requests\n"
     )

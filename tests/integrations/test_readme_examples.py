@@ -98,7 +98,7 @@ def test_framework_example_runs_and_sends_the_compact_record(
     done = _run(_examples()[index], server, tmp_path)
     assert done.returncode == 0, done.stderr
     assert "There is 1 file." in done.stdout
-    first, inner, second = server.requests
+    _, inner, second = server.requests
     assert MARKER in json.dumps(inner.body)  # the tool really ran, and its output reached the model in-turn
     later = json.dumps(second.body)
     assert MARKER not in later and "echo" not in later

@@ -17,8 +17,9 @@ Needs ``pip install 'turnmemory[langchain]'``.
 
 from __future__ import annotations
 
+import functools
 import json
-from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 from langchain.agents.middleware import AgentMiddleware, AgentState, ModelRequest, ModelResponse
@@ -37,7 +38,7 @@ from turnmemory.integrations._compact import Compactor, ResultParser
 from turnmemory.replay import ArgumentPolicy, IdStyle
 from turnmemory.retention import DEFAULT_RULES, ToolRule
 
-__all__ = ["TurnMemoryMiddleware", "compact_messages"]
+__all__ = ["TurnMemoryMiddleware"]
 
 
 def _content_text(content: Any) -> str:
@@ -75,46 +76,39 @@ def _as_chat(message: BaseMessage) -> dict[str, Any]:
     return {"role": "user" if isinstance(message, HumanMessage) else "system", "content": message.text}
 
 
-def _from_chat(items: Sequence[Mapping[str, Any]], kept: Iterator[BaseMessage]) -> list[BaseMessage]:
-    """Compacted OpenAI Chat items as LangChain messages; user and system items are the ``kept`` originals."""
-    out: list[BaseMessage] = []
-    names: dict[str, str] = {}
-    for item in items:
-        role = item["role"]
-        if role == "assistant":
-            calls = [
-                {
-                    "id": call["id"],
-                    "name": call["function"]["name"],
-                    "args": json.loads(call["function"]["arguments"]),
-                    "type": "tool_call",
-                }
-                for call in item.get("tool_calls", ())
-            ]
-            names.update((call["id"], call["name"]) for call in calls)
-            out.append(AIMessage(content=item.get("content") or "", tool_calls=calls))
-        elif role == "tool":
-            call_id = item["tool_call_id"]
-            out.append(ToolMessage(content=item["content"], tool_call_id=call_id, name=names.get(call_id)))
-        else:
-            out.append(next(kept))
-    return out
+def _from_chat(item: Mapping[str, Any], names: Mapping[str, str]) -> AnyMessage:
+    """A compacted OpenAI Chat assistant or tool item as a LangChain message."""
+    if item["role"] == "tool":
+        call_id = item["tool_call_id"]
+        return ToolMessage(content=item["content"], tool_call_id=call_id, name=names.get(call_id))
+    calls = [
+        {
+            "id": call["id"],
+            "name": call["function"]["name"],
+            "args": json.loads(call["function"]["arguments"]),
+            "type": "tool_call",
+        }
+        for call in item.get("tool_calls", ())
+    ]
+    return AIMessage(content=item.get("content") or "", tool_calls=calls)
 
 
-def compact_messages(messages: Sequence[AnyMessage], compactor: Compactor) -> list[AnyMessage]:
-    """``messages`` with every turn before the last ``HumanMessage`` replaced by its TurnMemory replay.
+class _Memo:
+    """The conversions of the previous call, by object identity (graph state messages and the
+    formatter's historical items are the same objects from one call to the next)."""
 
-    ``compactor`` is an ``openai_chat`` :class:`~turnmemory.integrations.Compactor` (one per
-    conversation pays only for new turns). Human and system messages, and every message after the last
-    human message, are the very objects given.
-    """
-    last = next((i for i in range(len(messages) - 1, -1, -1) if isinstance(messages[i], HumanMessage)), None)
-    if last is None:
-        return list(messages)
-    prefix = messages[: last + 1]
-    items = compactor.compact([_as_chat(message) for message in prefix])
-    kept = (m for m in prefix if not isinstance(m, AIMessage | ToolMessage))
-    return [*_from_chat(items, kept), *messages[last + 1 :]]
+    def __init__(self) -> None:
+        self.previous: dict[int, tuple[object, Any]] = {}
+        self.current: dict[int, tuple[object, Any]] = {}
+
+    def get(self, key: object, convert: Callable[[], Any]) -> Any:
+        hit = self.previous.get(id(key))
+        value = hit[1] if hit is not None and hit[0] is key else convert()
+        self.current[id(key)] = (key, value)
+        return value
+
+    def done(self) -> None:
+        self.previous, self.current = self.current, {}
 
 
 class TurnMemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
@@ -147,13 +141,45 @@ class TurnMemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             id_style=id_style,
         )
         self.replace_history = replace_history
+        self._to_chat = _Memo()
+        self._from_chat = _Memo()
+
+    def compact(self, messages: Sequence[AnyMessage]) -> list[AnyMessage]:
+        """``messages`` with every turn before the last ``HumanMessage`` replaced by its TurnMemory replay.
+
+        Human and system messages, and every message after the last human message, are the very
+        objects given. Only what is new since the previous call is converted and compacted.
+        """
+        last = next(
+            (i for i in range(len(messages) - 1, -1, -1) if isinstance(messages[i], HumanMessage)), None
+        )
+        if last is None:
+            return list(messages)
+        prefix = messages[: last + 1]
+        items = self.compactor.compact([self._to_chat.get(m, functools.partial(_as_chat, m)) for m in prefix])
+        self._to_chat.done()
+        kept = iter([m for m in prefix if not isinstance(m, AIMessage | ToolMessage)])
+        names = {
+            call["id"]: call["function"]["name"]
+            for item in items
+            if item["role"] == "assistant"
+            for call in item.get("tool_calls", ())
+        }
+        out = [
+            self._from_chat.get(item, functools.partial(_from_chat, item, names))
+            if item["role"] in ("assistant", "tool")
+            else next(kept)
+            for item in items
+        ]
+        self._from_chat.done()
+        return [*out, *messages[last + 1 :]]
 
     def before_agent(self, state: AgentState[Any], runtime: Runtime[Any]) -> dict[str, Any] | None:
         """With ``replace_history``, compact the stored conversation as the new turn starts."""
         if not self.replace_history:
             return None
         messages = state["messages"]
-        compacted = compact_messages(messages, self.compactor)
+        compacted = self.compact(messages)
         if len(compacted) == len(messages) and all(a is b for a, b in zip(compacted, messages, strict=True)):
             return None
         return {"messages": [RemoveMessage(id=REMOVE_ALL_MESSAGES), *compacted]}
@@ -164,7 +190,7 @@ class TurnMemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         handler: Callable[[ModelRequest[Any]], ModelResponse[Any]],
     ) -> ModelResponse[Any]:
         """Call the model with the compacted messages."""
-        return handler(request.override(messages=compact_messages(request.messages, self.compactor)))
+        return handler(request.override(messages=self.compact(request.messages)))
 
     async def awrap_model_call(
         self,
@@ -172,4 +198,4 @@ class TurnMemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         handler: Callable[[ModelRequest[Any]], Awaitable[ModelResponse[Any]]],
     ) -> ModelResponse[Any]:
         """Call the model with the compacted messages."""
-        return await handler(request.override(messages=compact_messages(request.messages, self.compactor)))
+        return await handler(request.override(messages=self.compact(request.messages)))
