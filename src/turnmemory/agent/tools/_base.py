@@ -59,9 +59,9 @@ class ToolContext:
 
     workspace: str
     spill_dir: str
+    authorizer: Authorizer | None = None
     sandbox: Sandbox | None = None
     """The OS sandbox bash commands run in (none: they run on the host)."""
-    authorizer: Authorizer | None = None
 
     def resolve(self, raw: str) -> tuple[str, bool]:
         """``(real path, inside the workspace)`` for a path argument."""
@@ -203,21 +203,21 @@ def check_opened(fd: int, path: str, shown: str, before: os.stat_result | None) 
         raise ToolError(f"{shown} changed while it was being opened: refused")
 
 
-def iter_lines(
-    handle: BinaryIO, max_bytes: int, deadline: Deadline, what: str
-) -> Iterator[tuple[bytes, bool]]:
+def iter_lines(handle: BinaryIO, max_bytes: int, more: Callable[[], bool]) -> Iterator[tuple[bytes, bool]]:
     """The lines of ``handle`` without their ``\\n``, each cut to ``max_bytes`` (``True`` when cut).
 
     Memory stays bounded whatever the line lengths: a cut line is yielded as soon as it is full and the
-    rest of it is skipped. The deadline is checked between chunks (a :class:`ToolError` naming ``what``).
+    rest of it is skipped. ``more`` is called before every chunk is read (a deadline check, a byte
+    budget): the lines end there, the unfinished one left out, when it returns ``False``.
     """
     line = bytearray()
     skipping = False
-    while True:
-        deadline.check(what)
+    while more():
         chunk = handle.read(_CHUNK)
         if not chunk:
-            break
+            if line and not skipping:
+                yield bytes(line), False
+            return
         *complete, tail = chunk.split(b"\n")
         for piece in complete:
             if not skipping:
@@ -233,5 +233,3 @@ def iter_lines(
                 yield bytes(line), True
                 line.clear()
                 skipping = True
-    if line and not skipping:
-        yield bytes(line), False

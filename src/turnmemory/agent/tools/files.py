@@ -134,46 +134,46 @@ def _read(path: str, shown: str, offset: int, limit: int) -> dict[str, Any]:
     deadline = Deadline(FILE_DEADLINE)
     numbered: list[str] = []
     size = total = 0
-    truncated = counted = False
+    truncated = stopped = False
     with open_regular(path, shown) as handle:
         if b"\0" in handle.read(_SNIFF_BYTES):
             raise ToolError(
                 f"{shown} is a binary file ({os.fstat(handle.fileno()).st_size} bytes); read_file reads text only"
             )
         handle.seek(0)
-        stop = 0
-        for total, (raw, cut) in enumerate(
-            iter_lines(handle, MAX_LINE_CHARS * 4, deadline, f"reading {shown}"), start=1
-        ):
-            if total < offset:
-                continue
-            if truncated:
-                if handle.tell() - stop > COUNT_BYTES:
-                    break
-                continue
-            if len(numbered) >= limit:
-                truncated, stop = True, handle.tell()
+        counting_from: int | None = None
+
+        def more() -> bool:
+            """Go on until the deadline, and once the lines are read, only :data:`COUNT_BYTES` further."""
+            nonlocal stopped
+            deadline.check(f"reading {shown}")
+            stopped = counting_from is not None and handle.tell() - counting_from > COUNT_BYTES
+            return not stopped
+
+        for total, (raw, cut) in enumerate(iter_lines(handle, MAX_LINE_CHARS * 4, more), start=1):
+            if total < offset or truncated:
                 continue
             line = raw.decode("utf-8", "replace").rstrip("\r")
             if cut or len(line) > MAX_LINE_CHARS:
                 line = line[:MAX_LINE_CHARS] + " [line truncated]"
             entry = f"{total:6}\t{line}"
             size += len(entry.encode("utf-8")) + 1
-            if size > MAX_READ_BYTES and numbered:
-                truncated, stop = True, handle.tell()
+            if len(numbered) >= limit or (size > MAX_READ_BYTES and numbered):
+                truncated, counting_from = True, handle.tell()
                 continue
             numbered.append(entry)
-        else:
-            counted = True
-    if counted and offset > max(total, 1):
+            if len(numbered) == limit:
+                counting_from = handle.tell()
+    if not stopped and offset > max(total, 1):
         raise ToolError(f"offset {offset} is past the end of {shown} ({total} lines)")
+    truncated = truncated or stopped
     output: dict[str, Any] = {
         "path": path,
         "content": "\n".join(numbered),
         "offset": offset,
         "lines_read": len(numbered),
     }
-    if counted:
+    if not stopped:
         output["total_lines"] = total
     output["truncated"] = truncated
     if truncated:

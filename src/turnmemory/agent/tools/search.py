@@ -132,6 +132,11 @@ def grep_files(
     ``ripgrep`` is the ``rg`` executable to use, or ``None`` for the Python scan. At most
     :data:`MAX_GREP_MATCHES` + 1 matches are returned (the extra one signals truncation).
     """
+    if os.path.isfile(root) and (size := os.path.getsize(root)) > MAX_SEARCH_FILE_BYTES:
+        raise ToolError(
+            f"{root} is {size} bytes, over the {MAX_SEARCH_FILE_BYTES} bytes grep searches: "
+            "read it in parts with read_file offset and limit"
+        )
     if ripgrep is not None:
         return _ripgrep(ripgrep, pattern, root, include, deadline)
     try:
@@ -141,6 +146,8 @@ def grep_files(
     matches: list[tuple[str, int, str]] = []
     try:
         for path in _candidates(root, include, deadline):
+            if deadline.expired:
+                break
             for number, line in _text_lines(path, deadline):
                 if regex.search(line):
                     matches.append((path, number, line))
@@ -149,8 +156,7 @@ def grep_files(
     except ToolError:
         if not deadline.expired:
             raise
-        return GrepResult(matches, timed_out=True)
-    return GrepResult(matches)
+    return GrepResult(matches, timed_out=deadline.expired)
 
 
 def _candidates(root: str, include: str | None, deadline: Deadline) -> Iterable[str]:
@@ -176,7 +182,7 @@ def _text_lines(path: str, deadline: Deadline) -> Iterable[tuple[int, str]]:
         if b"\0" in handle.read(_SNIFF_BYTES):
             return
         handle.seek(0)
-        lines = iter_lines(handle, MAX_SEARCH_LINE_BYTES, deadline, "grep")
+        lines = iter_lines(handle, MAX_SEARCH_LINE_BYTES, lambda: not deadline.expired)
         for number, (raw, _) in enumerate(lines, start=1):
             yield number, raw.decode("utf-8", "replace").rstrip("\r")
 
