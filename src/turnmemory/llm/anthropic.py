@@ -23,6 +23,7 @@ from turnmemory.llm._loop import (
     StreamInterrupted,
     sdk_options,
 )
+from turnmemory.llm._reduce import Piece
 from turnmemory.llm._retry import Failure, connection_failure, http_failure
 from turnmemory.llm._tools import Call, ToolResult, ToolSpec, parse_output, result_text
 from turnmemory.llm.events import Event, Reason, Usage
@@ -113,6 +114,47 @@ class AnthropicWire(History):
             ),
             stop=_STOPS.get(message.stop_reason, "stop"),
         )
+
+    def pieces(self, items: Sequence[Item]) -> list[Piece]:
+        found: list[Piece] = []
+        for index, message in enumerate(items):
+            content = message.get("content")
+            if not isinstance(content, list):
+                continue
+            blocks = [block if isinstance(block, Mapping) else {} for block in content]
+            signed = any(block.get("type") in ("thinking", "redacted_thinking") for block in blocks)
+            for slot, block in enumerate(blocks):
+                kind = block.get("type")
+                if kind == "tool_use":
+                    arguments = block.get("input")
+                    found.append(
+                        Piece(
+                            index,
+                            slot,
+                            "arguments",
+                            str(block.get("id", "")),
+                            name=str(block.get("name", "")),
+                            arguments=arguments if isinstance(arguments, dict) else None,
+                            editable=not signed and isinstance(arguments, dict),
+                        )
+                    )
+                elif kind == "tool_result":
+                    found.append(
+                        Piece(
+                            index,
+                            slot,
+                            "result",
+                            str(block.get("tool_use_id", "")),
+                            text=_result_text(block.get("content")),
+                            error=bool(block.get("is_error")),
+                        )
+                    )
+        return found
+
+    def replace(self, item: Item, piece: Piece, content: str | dict[str, Any]) -> Item:
+        blocks = list(item["content"])
+        blocks[piece.slot] = {**blocks[piece.slot], "content" if piece.kind == "result" else "input": content}
+        return {**item, "content": blocks}
 
     def tool_results(self, calls: Sequence[Call], results: Sequence[ToolResult]) -> list[Item]:
         content = []

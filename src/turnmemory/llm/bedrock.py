@@ -22,6 +22,7 @@ from turnmemory.llm._loop import (
     Settings,
     StreamInterrupted,
 )
+from turnmemory.llm._reduce import Piece, compact_json
 from turnmemory.llm._retry import Failure, connection_failure, http_failure
 from turnmemory.llm._tools import NO_OUTPUT, Call, ToolResult, ToolSpec, object_result, parse_arguments, plain
 from turnmemory.llm.events import Event, Reason, Usage
@@ -108,6 +109,55 @@ class BedrockWire(History):
             usage=usage,
             stop=_STOPS.get(stop, "stop"),
         )
+
+    def pieces(self, items: Sequence[Item]) -> list[Piece]:
+        found: list[Piece] = []
+        for index, message in enumerate(items):
+            blocks = [block if isinstance(block, Mapping) else {} for block in message.get("content") or ()]
+            signed = any("reasoningContent" in block for block in blocks)
+            for slot, block in enumerate(blocks):
+                use = block.get("toolUse")
+                result = block.get("toolResult")
+                if isinstance(use, Mapping):
+                    arguments = use.get("input")
+                    found.append(
+                        Piece(
+                            index,
+                            slot,
+                            "arguments",
+                            str(use.get("toolUseId", "")),
+                            name=str(use.get("name", "")),
+                            arguments=arguments if isinstance(arguments, dict) else None,
+                            editable=not signed and isinstance(arguments, dict),
+                        )
+                    )
+                elif isinstance(result, Mapping):
+                    parts = [part for part in result.get("content") or () if isinstance(part, Mapping)]
+                    text = "".join(
+                        compact_json(part["json"]) if "json" in part else str(part.get("text", ""))
+                        for part in parts
+                    )
+                    found.append(
+                        Piece(
+                            index,
+                            slot,
+                            "result",
+                            str(result.get("toolUseId", "")),
+                            text=text,
+                            error=result.get("status") == "error",
+                        )
+                    )
+        return found
+
+    def replace(self, item: Item, piece: Piece, content: str | dict[str, Any]) -> Item:
+        blocks = list(item["content"])
+        if isinstance(content, str):
+            result = blocks[piece.slot]["toolResult"]
+            blocks[piece.slot] = {"toolResult": {**result, "content": [{"text": content}]}}
+        else:
+            use = blocks[piece.slot]["toolUse"]
+            blocks[piece.slot] = {"toolUse": {**use, "input": content}}
+        return {**item, "content": blocks}
 
     def tool_results(self, calls: Sequence[Call], results: Sequence[ToolResult]) -> list[Item]:
         return [

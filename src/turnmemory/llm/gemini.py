@@ -19,6 +19,7 @@ from turnmemory.llm._loop import (
     Settings,
     StreamInterrupted,
 )
+from turnmemory.llm._reduce import Piece, compact_json
 from turnmemory.llm._retry import Failure, connection_failure, http_failure
 from turnmemory.llm._tools import Call, ToolResult, ToolSpec, object_result
 from turnmemory.llm.events import Event, Reason, Usage
@@ -89,6 +90,55 @@ class GeminiWire(History):
             usage=_usage(metadata),
             stop=_STOPS.get(finish, "stop"),
         )
+
+    def pieces(self, items: Sequence[Item]) -> list[Piece]:
+        found: list[Piece] = []
+        for index, content in enumerate(items):
+            parts = [part if isinstance(part, Mapping) else {} for part in content.get("parts") or ()]
+            signed = any(_field(part, "thought_signature", "thoughtSignature") for part in parts)
+            for slot, part in enumerate(parts):
+                call = _field(part, "function_call", "functionCall")
+                response = _field(part, "function_response", "functionResponse")
+                if isinstance(call, Mapping):
+                    arguments = call.get("args")
+                    found.append(
+                        Piece(
+                            index,
+                            slot,
+                            "arguments",
+                            str(call.get("id") or call.get("name", "")),
+                            name=str(call.get("name", "")),
+                            arguments=arguments if isinstance(arguments, dict) else {},
+                            editable=not signed,
+                        )
+                    )
+                elif isinstance(response, Mapping):
+                    payload = response.get("response")
+                    found.append(
+                        Piece(
+                            index,
+                            slot,
+                            "result",
+                            str(response.get("id") or response.get("name", "")),
+                            name=str(response.get("name", "")),
+                            text=compact_json(payload) if payload is not None else "",
+                            error=isinstance(payload, Mapping) and "error" in payload,
+                        )
+                    )
+        return found
+
+    def replace(self, item: Item, piece: Piece, content: str | dict[str, Any]) -> Item:
+        parts = list(item["parts"])
+        part = dict(parts[piece.slot])
+        snake = "function_response" if piece.kind == "result" else "function_call"
+        camel = "functionResponse" if piece.kind == "result" else "functionCall"
+        key = snake if snake in part else camel
+        if isinstance(content, str):
+            part[key] = {**part[key], "response": {"error" if piece.error else "output": content}}
+        else:
+            part[key] = {**part[key], "args": content}
+        parts[piece.slot] = part
+        return {**item, "parts": parts}
 
     def tool_results(self, calls: Sequence[Call], results: Sequence[ToolResult]) -> list[Item]:
         parts = []

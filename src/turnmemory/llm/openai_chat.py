@@ -21,6 +21,7 @@ from turnmemory.llm._loop import (
     StreamInterrupted,
 )
 from turnmemory.llm._openai import function_tool, openai_client, openai_failure
+from turnmemory.llm._reduce import Piece
 from turnmemory.llm._retry import Failure
 from turnmemory.llm._tools import Call, ToolResult, ToolSpec, parse_arguments, parse_output, result_text
 from turnmemory.llm.events import Event, Reason, Usage
@@ -109,6 +110,53 @@ class OpenAIChatWire(History):
             usage=usage,
             stop=_STOPS.get(finish, "stop"),
         )
+
+    def pieces(self, items: Sequence[Item]) -> list[Piece]:
+        found: list[Piece] = []
+        for index, item in enumerate(items):
+            if item.get("role") == "assistant":
+                for slot, call in enumerate(item.get("tool_calls") or ()):
+                    function = call.get("function") or {}
+                    arguments = parse_arguments(str(function.get("arguments") or ""))
+                    found.append(
+                        Piece(
+                            index,
+                            slot,
+                            "arguments",
+                            str(call.get("id", "")),
+                            name=str(function.get("name", "")),
+                            arguments=arguments,
+                            editable=arguments is not None,
+                        )
+                    )
+            elif item.get("role") == "tool":
+                text = item.get("content")
+                text = text if isinstance(text, str) else ""
+                found.append(
+                    Piece(
+                        index,
+                        0,
+                        "result",
+                        str(item.get("tool_call_id", "")),
+                        text=text,
+                        error=parse_output(text).error is not None,
+                    )
+                )
+        return found
+
+    def replace(self, item: Item, piece: Piece, content: str | dict[str, Any]) -> Item:
+        if isinstance(content, str):
+            return {
+                **item,
+                "content": result_text(ToolResult(error=content), flagged=False) if piece.error else content,
+            }
+        calls = list(item["tool_calls"])
+        call = calls[piece.slot]
+        calls[piece.slot] = {
+            **call,
+            "function": {**call["function"], "arguments": json.dumps(content, ensure_ascii=False)},
+        }
+        return {**item, "tool_calls": calls}
 
     def tool_results(self, calls: Sequence[Call], results: Sequence[ToolResult]) -> list[Item]:
         return [

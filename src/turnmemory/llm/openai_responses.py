@@ -9,6 +9,7 @@ always travels with the items that followed it. ``session_id`` becomes ``prompt_
 
 from __future__ import annotations
 
+import json
 from collections.abc import Generator, Mapping, Sequence
 from typing import Any
 
@@ -22,6 +23,7 @@ from turnmemory.llm._loop import (
     StreamInterrupted,
 )
 from turnmemory.llm._openai import function_tool, openai_client, openai_failure
+from turnmemory.llm._reduce import Piece
 from turnmemory.llm._retry import Failure, http_failure
 from turnmemory.llm._tools import Call, ToolResult, ToolSpec, parse_arguments, parse_output, result_text
 from turnmemory.llm.events import Event, Reason, Usage
@@ -97,6 +99,52 @@ class OpenAIResponsesWire(History):
             usage=_usage(response.usage),
             stop=_STOPS.get(details.reason if details else None, "stop"),
         )
+
+    def pieces(self, items: Sequence[Item]) -> list[Piece]:
+        found: list[Piece] = []
+        signed = False
+        for index, item in enumerate(items):
+            kind = item.get("type", "message")
+            if kind == "reasoning":
+                signed = signed or bool(item.get("encrypted_content"))
+            elif kind == "function_call":
+                arguments = parse_arguments(str(item.get("arguments") or ""))
+                found.append(
+                    Piece(
+                        index,
+                        0,
+                        "arguments",
+                        str(item.get("call_id", "")),
+                        name=str(item.get("name", "")),
+                        arguments=arguments,
+                        editable=arguments is not None and not signed,
+                    )
+                )
+            elif kind == "function_call_output":
+                signed = False
+                output = item.get("output")
+                text = output if isinstance(output, str) else ""
+                found.append(
+                    Piece(
+                        index,
+                        0,
+                        "result",
+                        str(item.get("call_id", "")),
+                        text=text,
+                        error=parse_output(text).error is not None,
+                    )
+                )
+            elif item.get("role") != "assistant":
+                signed = False
+        return found
+
+    def replace(self, item: Item, piece: Piece, content: str | dict[str, Any]) -> Item:
+        if isinstance(content, str):
+            return {
+                **item,
+                "output": result_text(ToolResult(error=content), flagged=False) if piece.error else content,
+            }
+        return {**item, "arguments": json.dumps(content, ensure_ascii=False)}
 
     def tool_results(self, calls: Sequence[Call], results: Sequence[ToolResult]) -> list[Item]:
         return [
