@@ -7,7 +7,6 @@ from __future__ import annotations
 import http.server
 import os
 import subprocess
-import sys
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -29,10 +28,11 @@ REGISTRY = ToolRegistry(builtin_tools(subagent=lambda agent, task: ""))
 KEY = "FAKE-PRIVATE-KEY-5d1e"
 SECRET = "OTHER-PROJECT-SECRET-0b7c"
 MakeAgent = Callable[..., Agent]
+Run = Callable[..., subprocess.CompletedProcess[str]]
 
 
 @pytest.fixture
-def machine(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Path]:
+def machine(tmp_path: Path, workspace: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Path]:
     """A user's machine in miniature: a home with a key and a credentials file, another project with a
     secret, a file in the host's /tmp area, and the workspace; ``HOME`` and an API key set as a user's."""
     home = tmp_path / "home"
@@ -43,11 +43,9 @@ def machine(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Path]:
     other = tmp_path / "other"
     other.mkdir()
     (other / "secret").write_text(SECRET)
-    workspace = tmp_path / "ws"
-    workspace.mkdir()
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
-    return {"home": home, "other": other, "workspace": Path(os.path.realpath(workspace)), "tmp": tmp_path}
+    return {"home": home, "other": other, "workspace": workspace, "tmp": tmp_path}
 
 
 def context(machine: dict[str, Path], mode: SandboxMode = "workspace-write", **kwargs: Any) -> ToolContext:
@@ -297,29 +295,8 @@ def test_contained_commands_run_without_asking_dangerous_and_escalated_ones_ask(
 # -- through the command line ---------------------------------------------------------------------
 
 
-def _run(
-    server: FakeProviderServer, workspace: Path, env: dict[str, str], *args: str
-) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "turnmemory.cli", "run", "--base-url", server.base_url("anthropic"), *args],
-        cwd=workspace,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-
-
-@pytest.fixture
-def cli_env(machine: dict[str, Path], data_dir: Path, tmp_path: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("TURNMEMORY_")}
-    env.update(TURNMEMORY_DATA_DIR=str(data_dir), XDG_CONFIG_HOME=str(tmp_path / "config"))
-    return env
-
-
 def test_headless_runs_plain_commands_contained_and_refuses_the_rest(
-    machine: dict[str, Path], server: FakeProviderServer, cli_env: dict[str, str]
+    machine: dict[str, Path], server: FakeProviderServer, cli: Run
 ) -> None:
     ws = machine["workspace"]
     (ws / "build").mkdir()
@@ -335,8 +312,8 @@ def test_headless_runs_plain_commands_contained_and_refuses_the_rest(
         ),
         Reply(text="Done."),
     )
-    done = _run(server, ws, cli_env, "go")
-    assert done.returncode == 0, done.stderr
+    url = server.base_url("anthropic")
+    cli("run", "--base-url", url, "go", extra_env={"HOME": str(machine["home"])})
     assert (ws / "made.txt").read_text() == "made\n" and (ws / "build").is_dir()
     results = body_text(server.requests[1].body)
     assert KEY not in results and SECRET not in results
@@ -348,21 +325,19 @@ def test_headless_runs_plain_commands_contained_and_refuses_the_rest(
     )
 
     server.push(Reply(tool_calls=[ToolCall("bash", escalate)]), Reply(text="Read it."))
-    granted = _run(server, ws, cli_env, "--allow", "bash:cat *", "again")
-    assert granted.returncode == 0, granted.stderr
+    cli("run", "--base-url", url, "--allow", "bash:cat *", "again")
     assert SECRET in body_text(server.requests[-1].body), "an escalation the rules grant runs on the host"
 
 
 def test_headless_without_bubblewrap_says_so_and_falls_back_to_the_rules(
-    machine: dict[str, Path], server: FakeProviderServer, cli_env: dict[str, str], tmp_path: Path
+    machine: dict[str, Path], server: FakeProviderServer, cli: Run, tmp_path: Path
 ) -> None:
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     for program in ("bash", "cat"):
         (bin_dir / program).symlink_to(subprocess.check_output(["which", program], text=True).strip())
     server.push(Reply(tool_calls=[ToolCall("bash", {"command": "cat ../other/secret"})]), Reply(text="No."))
-    done = _run(server, machine["workspace"], {**cli_env, "PATH": str(bin_dir)}, "go")
-    assert done.returncode == 0, done.stderr
+    done = cli("run", "--base-url", server.base_url("anthropic"), "go", extra_env={"PATH": str(bin_dir)})
     assert (
         "turnmemory: no bash sandbox: bubblewrap (bwrap) is not installed; "
         "bash commands go by the permission rules and prompts\n"
