@@ -15,22 +15,42 @@ Importing this package needs no SDK; each provider's SDK is imported when its cl
 
 from turnmemory.llm._loop import Client, Execute
 from turnmemory.llm._open import PROVIDERS, open_client
+from turnmemory.llm._reduce import CLEARED
 from turnmemory.llm._retry import RetryPolicy
+from turnmemory.llm._tokens import (
+    CONTEXT_WINDOWS,
+    ContextLimits,
+    TokenCounter,
+    Tokenizer,
+    context_window,
+    o200k_cache_file,
+    o200k_unavailable,
+    open_counter,
+)
 from turnmemory.llm._tools import ToolResult, ToolSpec
 from turnmemory.llm.events import TERMINAL_KINDS, Event, EventKind, Reason, Usage, record
 
 __all__ = [
+    "CLEARED",
+    "CONTEXT_WINDOWS",
     "PROVIDERS",
     "TERMINAL_KINDS",
     "Client",
+    "ContextLimits",
     "Event",
     "EventKind",
     "Execute",
     "Reason",
     "RetryPolicy",
+    "TokenCounter",
+    "Tokenizer",
     "ToolResult",
     "ToolSpec",
     "Usage",
+    "context_window",
+    "o200k_cache_file",
+    "o200k_unavailable",
     "open_client",
+    "open_counter",
     "record",
 ]

@@ -28,7 +28,9 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import Any, Protocol
 
+from turnmemory.llm._reduce import Piece, Reducer
 from turnmemory.llm._retry import Failure, RetryPolicy, connection_failure, one_line
+from turnmemory.llm._tokens import Accounting, ContextLimits, TokenCounter, open_counter
 from turnmemory.llm._tools import Call, ToolResult, ToolSpec, call_problem, placeholder_tool, tool_table
 from turnmemory.llm.events import Event, Reason, Usage
 from turnmemory.memory import Message
@@ -176,6 +178,12 @@ class Wire(Protocol):
     def replay(self, pending: Sequence[Item], out: PendingReplay) -> None:
         """Feed the assistant prose, tool calls and tool results of native ``pending`` items to ``out``."""
 
+    def pieces(self, items: Sequence[Item]) -> list[Piece]:
+        """Every tool call and tool result in native ``items``, in order (for the in-turn reducer)."""
+
+    def replace(self, item: Item, piece: Piece, content: str | dict[str, Any]) -> Item:
+        """A copy of ``item`` with the result or arguments of ``piece`` replaced by ``content``."""
+
 
 class PendingReplay:
     """Turns pending native items into recorder calls, skipping what does not pair up.
@@ -216,7 +224,15 @@ class Client:
     """
 
     def __init__(
-        self, wire: Wire, *, provider: str, model: str, retry: RetryPolicy, max_tool_turns: int
+        self,
+        wire: Wire,
+        *,
+        provider: str,
+        model: str,
+        retry: RetryPolicy,
+        max_tool_turns: int,
+        limits: ContextLimits | None = None,
+        counter: TokenCounter | None = None,
     ) -> None:
         if max_tool_turns < 1:
             raise ValueError("max_tool_turns: expected at least 1")
@@ -224,6 +240,8 @@ class Client:
         self.model = model
         self.retry = retry
         self.max_tool_turns = max_tool_turns
+        self.accounting = Accounting(counter or open_counter(), limits or ContextLimits.of(model))
+        """The context window, the output reserve and the calibrated token estimate of requests."""
         self._wire = wire
         self._pending: list[Item] | None = None
         self._pending_history: tuple[Message, ...] = ()
@@ -286,8 +304,10 @@ class Client:
     ) -> Iterator[Event]:
         wire = self._wire
         injected = self._pending or []
-        base = wire.format([*history, Message(role="user", content=prompt)], copy.deepcopy(injected))
+        messages = [*history, Message(role="user", content=prompt)]
+        base = wire.format(messages, copy.deepcopy(injected))
         turn_start = len(base[wire.items_key])
+        reducer = Reducer(wire, self.accounting)
         replayed_before = dict.fromkeys(wire.replayed_tools(base))
         turn: list[Item] = []
         calls: Sequence[Call] = ()
@@ -300,6 +320,23 @@ class Client:
                 # The history's names are read once a turn; each iteration adds only its own items' names.
                 replayed = {**replayed_before, **dict.fromkeys(wire.replayed_tools({wire.items_key: turn}))}
                 specs = [*table.values(), *(placeholder_tool(name) for name in replayed if name not in table)]
+                size = reducer.measure(request, wire.items_key, specs)
+                if not reducer.fits(size):
+                    reduction = reducer.reduce(size, injected, turn)
+                    if reduction.results or reduction.arguments:
+                        injected, turn[:] = reduction.items[: len(injected)], reduction.items[len(injected) :]
+                        if reduction.pending:
+                            base = wire.format(messages, copy.deepcopy(injected))
+                            turn_start = len(base[wire.items_key])
+                        request = {**base, wire.items_key: [*base[wire.items_key], *turn]}
+                        size = reducer.measure(request, wire.items_key, specs)
+                        yield Event("reduced", text=reduction.summary(), tokens=reduction.freed)
+                    if not reducer.fits(size):
+                        ended = True
+                        yield self._end(
+                            "context_overflow", reducer.overflow_message(size), injected, turn, history
+                        )
+                        return
                 outcome = yield from self._request(request, specs, turn_start)
                 if isinstance(outcome, Failure):
                     ended = True
@@ -307,6 +344,7 @@ class Client:
                     yield self._end(reason, outcome.message, injected, turn, history)
                     return
                 yield Event("usage", usage=outcome.usage)
+                self.accounting.observe(size, outcome.usage.input_tokens)
                 if not outcome.calls:
                     ended = True
                     if outcome.text:

@@ -7,6 +7,7 @@ from typing import Any
 
 from turnmemory.llm._loop import Client, Connection, Settings
 from turnmemory.llm._retry import RetryPolicy
+from turnmemory.llm._tokens import ContextLimits, Tokenizer, open_counter
 from turnmemory.replay import ArgumentPolicy, IdStyle
 
 __all__ = ["PROVIDERS", "open_client"]
@@ -46,6 +47,10 @@ def open_client(
     arguments: ArgumentPolicy = "empty",
     id_style: IdStyle | None = None,
     single_calls: bool | None = None,
+    context_window: int | None = None,
+    context_reserve: int | None = None,
+    clear_at_least: int | None = None,
+    tokenizer: Tokenizer = "auto",
 ) -> Client:
     """A streaming client for ``provider`` and ``model``.
 
@@ -67,6 +72,12 @@ def open_client(
     :func:`turnmemory.providers.openai_chat.family`); ``id_style`` and ``single_calls`` (one call per
     assistant message) force either behaviour.
     A system prompt is the first message of the history.
+
+    ``context_window`` (tokens) overrides the model's window from the table
+    (:func:`turnmemory.llm.context_window`); ``context_reserve`` is what a request leaves for the output
+    (default ``max_tokens``, else 8192, at most a quarter of the window); ``clear_at_least`` the fewest
+    tokens the in-turn reducer clears at a time (default a fifth of the window); ``tokenizer`` the
+    offline estimate (``"auto"``: o200k where available offline, else bytes / 3).
     """
     entry = _WIRES.get(provider)
     if entry is None:
@@ -84,6 +95,14 @@ def open_client(
         id_style=id_style,
         single_calls=single_calls,
     )
+    limits = ContextLimits.of(
+        model,
+        window=context_window,
+        reserve=context_reserve,
+        max_tokens=max_tokens,
+        clear_at_least=clear_at_least,
+    )
+    counter = open_counter(tokenizer)
     module_name, class_name, package = entry
     wire_class = getattr(importlib.import_module(module_name), class_name)
     connection = Connection(
@@ -101,5 +120,11 @@ def open_client(
             f"the {provider} client needs the {package!r} package ({error}); install turnmemory[llm]"
         ) from error
     return Client(
-        wire, provider=provider, model=model, retry=retry or RetryPolicy(), max_tool_turns=max_tool_turns
+        wire,
+        provider=provider,
+        model=model,
+        retry=retry or RetryPolicy(),
+        max_tool_turns=max_tool_turns,
+        limits=limits,
+        counter=counter,
     )

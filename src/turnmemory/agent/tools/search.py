@@ -78,7 +78,11 @@ def _prepare_glob(arguments: Mapping[str, Any], ctx: ToolContext) -> Action:
     pattern: str = arguments["pattern"]
 
     def run() -> dict[str, Any]:
-        if not os.path.isdir(root):
+        try:
+            is_dir = stat.S_ISDIR(os.lstat(root).st_mode)
+        except FileNotFoundError:
+            is_dir = False
+        if not is_dir:
             raise ToolError(f"not a directory: {ctx.relative(root)}")
         matcher = re.compile(glob_regex(pattern.lstrip("/")))
         found = [name for name in list_files(root, Deadline(SEARCH_DEADLINE)) if matcher.fullmatch(name)]
