@@ -313,14 +313,16 @@ class Compactor:
         result_parser: ResultParser | None = None,
         workspace: str | None = None,
         arguments: ArgumentPolicy = "empty",
-        id_style: IdStyle = "historical",
+        id_style: IdStyle | None = None,
+        model: str | None = None,
     ) -> None:
         _checked((), provider)
         self.provider: Provider = provider
         self.rules = rules
         self.workspace = workspace
         self.arguments: ArgumentPolicy = arguments
-        self.id_style: IdStyle = id_style
+        self.id_style = id_style
+        self.model = model
         self._parse: Callable[[str, Mapping[str, Any], str, bool], tuple[Mapping[str, Any] | None, bool]] = (
             result_parser
             if result_parser is not None
@@ -350,7 +352,14 @@ class Compactor:
             self._read, self._history, self._kept = [], [], []
         self._extend(prefix[len(self._read) :])
         self._read = prefix
-        request = self._formatter.to_request(self._history, arguments=self.arguments, id_style=self.id_style)
+        if isinstance(self._formatter, openai_chat.Formatter):
+            request = self._formatter.to_request(
+                self._history, arguments=self.arguments, id_style=self.id_style, model=self.model
+            )
+        else:
+            request = self._formatter.to_request(
+                self._history, arguments=self.arguments, id_style=self.id_style or "historical"
+            )
         items = request["messages"] if self.provider != "openai_responses" else request["input"]
         laid_out = (
             _anthropic_kept(items, self._kept) if self.provider == "anthropic" else _kept(items, self._kept)
@@ -417,7 +426,8 @@ def compact(
     result_parser: ResultParser | None = None,
     workspace: str | None = None,
     arguments: ArgumentPolicy = "empty",
-    id_style: IdStyle = "historical",
+    id_style: IdStyle | None = None,
+    model: str | None = None,
 ) -> list[Item]:
     """``messages`` (an OpenAI Chat, Anthropic or OpenAI Responses message list) with TurnMemory applied.
 
@@ -429,7 +439,9 @@ def compact(
 
     ``rules`` says what each tool keeps (:data:`~turnmemory.retention.DEFAULT_RULES` plus your own
     :class:`~turnmemory.retention.ToolRule`\\ s); ``result_parser`` reads outcomes from results (default
-    :func:`parse_result`); ``workspace`` makes paths relative. The result is a pure function of the
+    :func:`parse_result`); ``workspace`` makes paths relative; ``id_style`` (``"historical"``, or
+    ``"compact"`` 9-character ids) and, for OpenAI Chat, ``model`` (the served model: the form its chat
+    template needs, as :func:`turnmemory.providers.openai_chat.to_request` applies it). The result is a pure function of the
     arguments: compacting it again changes nothing, and a longer history of the same conversation
     starts with the same messages. Keep a :class:`Compactor` per conversation to pay only for new turns.
     """
@@ -440,4 +452,5 @@ def compact(
         workspace=workspace,
         arguments=arguments,
         id_style=id_style,
+        model=model,
     ).compact(messages)
