@@ -20,8 +20,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, cast
 
-from agents import TResponseInputItem
-from agents.run_config import CallModelData, ModelInputData
+try:
+    from agents import TResponseInputItem
+    from agents.run_config import CallModelData, ModelInputData
+except ImportError as error:  # pragma: no cover - only without the extra
+    raise ImportError(
+        f"turnmemory.integrations.openai_agents needs the OpenAI Agents SDK: pip install 'turnmemory[agents]' ({error})"
+    ) from None
 
 from turnmemory.integrations._compact import Compactor, ResultParser
 from turnmemory.replay import ArgumentPolicy, IdStyle

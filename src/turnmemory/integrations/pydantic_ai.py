@@ -25,18 +25,23 @@ import json
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
-from pydantic_ai.capabilities import ProcessHistory
-from pydantic_ai.messages import (
-    ModelMessage,
-    ModelRequest,
-    ModelRequestPart,
-    ModelResponse,
-    RetryPromptPart,
-    TextPart,
-    ToolCallPart,
-    ToolReturnPart,
-    UserPromptPart,
-)
+try:
+    from pydantic_ai.capabilities import ProcessHistory
+    from pydantic_ai.messages import (
+        ModelMessage,
+        ModelRequest,
+        ModelRequestPart,
+        ModelResponse,
+        RetryPromptPart,
+        TextPart,
+        ToolCallPart,
+        ToolReturnPart,
+        UserPromptPart,
+    )
+except ImportError as error:  # pragma: no cover - only without the extra
+    raise ImportError(
+        f"turnmemory.integrations.pydantic_ai needs pydantic-ai: pip install 'turnmemory[pydantic-ai]' ({error})"
+    ) from None
 
 from turnmemory.integrations._compact import Compactor, ResultParser
 from turnmemory.replay import ArgumentPolicy, IdStyle
