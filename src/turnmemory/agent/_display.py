@@ -22,7 +22,7 @@ def tool_label(name: str, arguments: Mapping[str, Any] | None, workspace: str | 
     activity = retain(0, name, arguments, workspace=workspace)
     if activity.server is not None:
         return f"{activity.server}.{activity.tool}"
-    return f"{name} {activity.target}" if activity.target else name
+    return f"{activity.tool} {activity.target}" if activity.target else activity.tool
 
 
 def tool_outcome(output: Any, error: str | None) -> str:
