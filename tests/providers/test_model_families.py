@@ -276,13 +276,12 @@ def test_every_form_is_valid_and_replays_the_same_calls_and_prose(
         assert all(re.fullmatch(r"[A-Za-z0-9]{9}", i) for i in synthetic)
     if found.alternating:
         assert all(isinstance(m.get("content"), str) for m in historical if m["role"] == "assistant")
-        if pending is None:
-            after = [*request["messages"][1:], {"role": "end"}]
-            assert all(
-                nxt["role"] in ("tool", "assistant")
-                for m, nxt in zip(request["messages"], after, strict=True)
-                if m["role"] == "tool"
-            )
+        after = [*request["messages"][1:], {"role": "end"}]
+        assert all(
+            nxt["role"] in ("tool", "assistant", "end")
+            for m, nxt in zip(request["messages"], after, strict=True)
+            if m["role"] == "tool"
+        ), "results must be followed by an assistant message before the next user message"
 
 
 @PROPERTY

@@ -5,6 +5,10 @@
     # ~/.config/turnmemory/config.toml  (or --config PATH, or $TURNMEMORY_CONFIG)
     provider = "anthropic"
     model = "claude-sonnet-4-6"          # the model of the provider above
+    context_window = 200000              # tokens; default: the model's, from turnmemory.llm.CONTEXT_WINDOWS
+    context_reserve = 8192               # tokens a request leaves for the output
+    clear_at_least = 40000               # fewest tokens the in-turn reducer clears at a time
+    compaction = "summary"               # or "drop", or "off": what happens to the oldest turns
 
     [providers.openai_chat]              # per-provider settings
     model = "gpt-4.1"
@@ -44,6 +48,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
+from turnmemory.agent.compaction import COMPACTION_MODES, CompactionMode
 from turnmemory.agent.permissions import Rule, parse_rules
 from turnmemory.agent.sandbox import SANDBOX_MODES, SandboxMode
 from turnmemory.replay import IdStyle
@@ -80,7 +85,21 @@ KEY_VARIABLES: Mapping[str, tuple[str, ...]] = MappingProxyType(
     }
 )
 """The environment variables holding each provider's API key, in order of preference."""
-_TOP_KEYS = frozenset({"provider", "model", "base_url", "providers", "permissions", "mcp", "sandbox"})
+_TOKEN_KEYS = ("context_window", "context_reserve", "clear_at_least")
+"""Top-level keys in tokens: the model's context window, the output reserve, the reducer's chunk."""
+_TOP_KEYS = frozenset(
+    {
+        "provider",
+        "model",
+        "base_url",
+        "providers",
+        "permissions",
+        "mcp",
+        "sandbox",
+        "compaction",
+        *_TOKEN_KEYS,
+    }
+)
 _PROVIDER_KEYS = frozenset({"model", "base_url", "api_key", "region"})
 _CHAT_KEYS = frozenset({"single_calls", "id_style"})
 """Keys only ``[providers.openai_chat]`` takes: they force the history's form (see ``openai_chat.family``)."""
@@ -112,6 +131,14 @@ class AgentConfig:
     """OpenAI Chat: force one call per assistant message (``True``) or batches (``False``); ``None``: by model."""
     id_style: IdStyle | None = None
     """OpenAI Chat: force ``"historical"`` or ``"compact"`` call ids; ``None``: by model."""
+    context_window: int | None = None
+    """The model's context window in tokens (``None``: from ``turnmemory.llm.CONTEXT_WINDOWS``)."""
+    context_reserve: int | None = None
+    """Tokens a request leaves for the output (``None``: the client's default)."""
+    clear_at_least: int | None = None
+    """Fewest tokens the in-turn reducer clears at a time (``None``: a fifth of the window)."""
+    compaction: CompactionMode = "summary"
+    """What happens to the oldest turns when the history nears the window."""
 
     table: Mapping[str, Any] = field(default_factory=dict, repr=False, compare=False)
     """The parsed config file (for switching provider later)."""
@@ -236,7 +263,29 @@ def resolve(
         table=table,
         single_calls=single_calls,
         id_style=id_style,
+        **_context(table, where),
     )
+
+
+def _context(table: Mapping[str, Any], where: str) -> dict[str, Any]:
+    """The context settings of the config file: token counts and the compaction mode."""
+    chosen: dict[str, Any] = {}
+    for key in _TOKEN_KEYS:
+        value = table.get(key)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
+            raise ConfigError(f"{where}: {key} must be a whole number of tokens, got {value!r}")
+        chosen[key] = value
+    window = chosen["context_window"]
+    if window is not None and window < 1024:
+        raise ConfigError(f"{where}: context_window must be at least 1024 tokens, got {window}")
+    reserve = chosen["context_reserve"]
+    if reserve is not None and reserve > (window or 1024 * 1024) // 2:
+        raise ConfigError(f"{where}: context_reserve must be at most half the context window, got {reserve}")
+    mode = table.get("compaction", "summary")
+    if mode not in COMPACTION_MODES:
+        raise ConfigError(f"{where}: compaction must be one of {', '.join(COMPACTION_MODES)}, got {mode!r}")
+    chosen["compaction"] = mode
+    return chosen
 
 
 def _sandbox(table: Mapping[str, Any], chosen: str | None, where: str) -> tuple[SandboxMode, tuple[str, ...]]:

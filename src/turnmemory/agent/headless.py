@@ -56,6 +56,8 @@ class HeadlessView:
             self.err.flush()
         elif event.kind == "retry":
             self.err.write(f"retrying (attempt {event.attempt}): {one_line(event.error or '')}\n")
+        elif event.kind == "reduced":
+            self.notice(event.text)
 
     def diff(self, call_id: str, diff: str) -> None:
         """Diffs are not shown headless (the session transcript keeps them)."""

@@ -25,9 +25,10 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 from turnmemory.agent._spill import SpillArea
+from turnmemory.agent.compaction import TARGET, TRIGGER, Compaction, cut_point, marker, summary_request
 from turnmemory.agent.config import AgentConfig
 from turnmemory.agent.permissions import Access, Asker, Permissions
 from turnmemory.agent.prompt import SUBAGENT_PROMPT, system_prompt
@@ -88,6 +89,9 @@ def open_agent_client(config: AgentConfig, session_id: str | None) -> Client:
         session_id=session_id,
         id_style=config.id_style,
         single_calls=config.single_calls,
+        context_window=config.context_window,
+        context_reserve=config.context_reserve,
+        clear_at_least=config.clear_at_least,
     )
 
 
@@ -184,7 +188,13 @@ class Agent:
         return [self.system, *(m for i, m in enumerate(self.messages) if i not in self._covered)]
 
     def turn(self, prompt: str) -> TurnOutcome:
-        """Run one assistant turn for ``prompt``; Ctrl-C (``KeyboardInterrupt``) ends it as interrupted."""
+        """Run one assistant turn for ``prompt``; Ctrl-C (``KeyboardInterrupt``) ends it as interrupted.
+
+        When the request would near the context window, the oldest turns are compacted first (see
+        :mod:`turnmemory.agent.compaction`); a turn that overflows anyway drops its pending state, so
+        the next one starts from its compact record.
+        """
+        self.compact(prompt)
         history = self.request_history()
         self.store.add_user_message(self.session_id, prompt)
         recorder = self._recorder = TurnRecorder(self.workspace)
@@ -217,7 +227,73 @@ class Agent:
                 prompt, recorder, durations, "error", f"{type(failure).__name__}: {failure}", None, usage
             )
             raise
-        return self._finish(prompt, recorder, durations, status, error, reason, usage)
+        outcome = self._finish(prompt, recorder, durations, status, error, reason, usage)
+        if reason == "context_overflow":
+            self._drop_pending("the context window overflowed")
+        return outcome
+
+    def compact(self, prompt: str = "", *, force: bool = False) -> Compaction | None:
+        """Compact the oldest turns when the next request (for ``prompt``) nears the context window;
+        with ``force`` (``/compact``), every turn but the latest. The compaction, or ``None``.
+
+        The mode is the config's ``compaction``; a summary that cannot be written falls back to
+        dropping the turns with a marker. ``force`` with ``compaction = "off"`` writes a summary.
+        """
+        mode = self.config.compaction
+        if mode == "off" and not force:
+            return None
+        accounting = self.client.accounting
+        budget = accounting.limits.budget
+        specs = _specs(self.tools)
+        before = self.client.request_tokens(self.request_history(), prompt or ".", tools=specs)
+        if not force and before <= TRIGGER * budget:
+            return None
+        sizes = [accounting.scaled(accounting.counter.value(m.to_dict())) for m in self.messages]
+        excess = sum(sizes) if force else before - int(TARGET * budget)
+        limit = min(self._covered) if self._covered else None
+        cut = cut_point(self.messages, sizes, excess, keep=1, limit=limit)
+        if cut == 0:
+            if force:
+                self.view.notice("nothing to compact: the session has one turn")
+            return None
+        old = self.messages[:cut]
+        turns = sum(1 for message in old if message.role == "user")
+        summary = self._summarize(old, budget) if mode != "drop" else None
+        kind: Literal["summary", "drop"] = "summary" if summary else "drop"
+        compaction = Compaction(
+            replaces=cut, content=marker(kind, turns, summary or ""), mode=kind, turns=turns
+        )
+        messages = compaction.apply(self.messages)
+        covered = {index - cut + 1 for index in self._covered}
+        history = [self.system, *(m for i, m in enumerate(messages) if i not in covered)]
+        after = self.client.request_tokens(history, prompt or ".", tools=specs)
+        compaction = replace(compaction, freed=max(before - after, 0))
+        self.store.add_compaction(self.session_id, compaction.to_dict())
+        self.messages, self._covered = messages, covered
+        done = "summarized" if kind == "summary" else "dropped"
+        plural = "s" if turns != 1 else ""
+        self.view.notice(
+            f"compacted the session: {turns} earlier turn{plural} {done} (~{compaction.freed} tokens freed)"
+        )
+        return compaction
+
+    def _summarize(self, messages: list[Message], budget: int) -> str | None:
+        """A model-written summary of ``messages`` (a request without tools), or ``None`` on failure."""
+        client = self._client_factory(self.config, None)
+        history, prompt = summary_request(messages, words=max(100, min(1500, budget // 40)))
+        recorder = TurnRecorder(self.workspace)
+        final: Event | None = None
+        with _closing(client.run_turn(history, prompt)) as events:
+            for event in events:
+                record(event, recorder)
+                if event.terminal:
+                    final = event
+        summary = recorder.prose.strip()
+        if final is not None and final.kind == "done" and summary:
+            return summary
+        why = (final.error or final.reason) if final is not None else "no result"
+        self.view.notice(f"the summary of earlier turns failed ({why}); they are dropped instead")
+        return None
 
     def _finish(
         self,

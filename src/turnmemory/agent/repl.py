@@ -48,6 +48,7 @@ COMMANDS: Mapping[str, str] = {
     "/model": "show or switch the model: /model [PROVIDER] MODEL",
     "/memory": "this session's TurnMemory",
     "/context": "what the next request will carry, by layer",
+    "/compact": "summarize every turn but the latest (with compaction = drop: drop them)",
     "/exit": "leave (also Ctrl-D)",
 }
 """The slash commands and what they do."""
@@ -89,6 +90,9 @@ class ReplView:
                 "[dim] (text streamed by the failed attempt is discarded)[/]"
             )
             self.wait("retrying")
+        elif event.kind == "reduced":
+            self.notice(event.text)
+            self.wait("thinking")
         elif event.terminal:
             self.end_prose()
             self.pause()
@@ -320,6 +324,8 @@ class Repl:
                 self._memory()
             elif name == "/context":
                 self._context()
+            elif name == "/compact":
+                self.agent.compact(force=True)
             else:
                 self.console.print(f"[red]unknown command {escape(name)}[/] [dim](/help lists them)[/]")
         except (ConfigError, KeyError) as error:

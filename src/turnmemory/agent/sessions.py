@@ -10,6 +10,8 @@ A session is an ordered list of events, keyed by workspace:
   bounded, redacted previews
 - ``pending_drop``: ``{message, reason}``: the pending state of an incomplete turn that was dropped
   (session, model or provider switch), as a historical ``Message``
+- ``compaction``: ``{replaces, mode, turns, freed, content}``: the first ``replaces`` messages of the
+  conversation so far became one user message, ``content`` (see :mod:`turnmemory.agent.compaction`)
 
 Resuming rebuilds the conversation from user messages and assistant messages (prose plus memory)
 only; transcripts are never sent to a model. Partial turns (incomplete, interrupted) are part of the
@@ -30,6 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from turnmemory.agent.compaction import Compaction
 from turnmemory.memory import Message
 from turnmemory.retention import DEFAULT_RULES, ToolRule, cut_utf8, redact, redact_prefix, retain
 from turnmemory.segments import AssistantSegment, PermissionSegment, ReasoningSegment, Segment, ToolSegment
@@ -210,6 +213,10 @@ class SessionStore:
         """Persist dropped pending state as the historical ``Message`` it converts to."""
         self.append(session_id, "pending_drop", {"message": message.to_dict(), "reason": reason})
 
+    def add_compaction(self, session_id: str, compaction: Mapping[str, Any]) -> None:
+        """Persist a compaction of the conversation (``Compaction.to_dict()``)."""
+        self.append(session_id, "compaction", compaction)
+
     def append(self, session_id: str, kind: str, data: Mapping[str, Any]) -> None:
         """Append one event in its own transaction."""
         with self._transaction():
@@ -238,6 +245,8 @@ class SessionStore:
                 if not isinstance(data, dict):
                     raise ValueError("expected a JSON object")
                 message = _conversation_message(kind, data)
+                if kind == "compaction":
+                    messages[:] = Compaction.from_dict(data).apply(messages)
             except ValueError as error:
                 problems.append(
                     f"session {session_id[:8]} event {seq} ({kind}) skipped: {_one_line(str(error))}"

@@ -264,6 +264,17 @@ class Client:
         self._wire.replay(pending, PendingReplay(recorder))
         return recorder.finish()
 
+    def request_tokens(
+        self, history: Sequence[Message], prompt: str, *, tools: Sequence[ToolSpec] = ()
+    ) -> int:
+        """The calibrated token estimate of the first request a turn for ``prompt`` after ``history``
+        would send, offering ``tools`` (the pending state included)."""
+        wire = self._wire
+        messages = [*history, Message(role="user", content=prompt)]
+        request = wire.format(messages, copy.deepcopy(self._pending or []))
+        raw = Reducer(wire, self.accounting).measure(request, wire.items_key, tools)
+        return self.accounting.scaled(raw)
+
     def run_turn(
         self,
         history: Sequence[Message],

@@ -1,6 +1,7 @@
 """Provider-native replay: one pure, dependency-free module per wire format.
 
 Each module has ``to_request(messages, *, pending=None, arguments="empty", id_style="historical")``
+(``openai_chat`` also ``model=``, the served model, whose family's chat template may need another form)
 returning plain JSON-ready dicts for the official SDK, ``replayed_tool_names(request)``,
 ``placeholder_tool(name)`` / ``placeholder_tools(request, offered)`` and ``problems(body)``; the
 :mod:`turnmemory.providers.check` module checks any request body against its provider's rules.

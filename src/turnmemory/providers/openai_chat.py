@@ -143,6 +143,14 @@ def _build(
     messages: Sequence[Message], pending: Sequence[Block] | None, options: Options, cache: RequestCache | None
 ) -> dict[str, Any]:
     _, items = item_request(messages, pending, options, _render, _pending_ids, cache)
+    if (
+        options.alternating
+        and len(items) > 1
+        and items[-1].get("role") == "user"
+        and items[-2].get("role") == "tool"
+    ):
+        # Pending state that ends with results, then the new user message: close the assistant turn.
+        items.insert(len(items) - 1, {"role": "assistant", "content": ""})
     return {"messages": items}
 
 
