@@ -138,7 +138,7 @@ def test_a_turn_with_a_diff_a_permission_prompt_an_interrupt_and_recovery(
     first = turns[0]["transcript"]
     assert [item["kind"] for item in first] == ["text", "tool", "diff", "permission", "text"]
     assert first[3]["decision"] == "allow_once"
-    assert turns[1]["transcript"][2]["decision"] == "allow_session"
+    assert turns[1]["transcript"][2]["decision"] == "allow_once"
 
 
 def _alive(pid: int) -> bool:

@@ -45,6 +45,8 @@ def open_agent(
         raise ConfigError(f"workspace is not a directory: {workspace}")
     with ExitStack() as stack:
         store = stack.enter_context(SessionStore.open_default())
+        for notice in store.notices:
+            view.notice(notice)
         session_id = pick_session(store, workspace, session, latest)
         extra_tools = []
         catalogue = ""

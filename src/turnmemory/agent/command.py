@@ -13,7 +13,7 @@ import typer
 from turnmemory.agent._display import session_lines, timestamp
 from turnmemory.agent.config import ConfigError, load_config
 from turnmemory.agent.headless import OutputFormat, RunRequest, run_headless
-from turnmemory.agent.sessions import SessionStore
+from turnmemory.agent.sessions import SessionStore, SessionStoreError
 
 __all__ = ["register"]
 
@@ -56,6 +56,17 @@ _Sandbox = Annotated[
 def _fail(message: str) -> typer.Exit:
     print(f"turnmemory: {message}", file=sys.stderr)
     return typer.Exit(2)
+
+
+def _open_store() -> SessionStore:
+    """The default store, with what opening it found on stderr; a store that cannot open fails in one line."""
+    try:
+        store = SessionStore.open_default()
+    except SessionStoreError as error:
+        raise _fail(str(error)) from None
+    for notice in store.notices:
+        print(f"turnmemory: {notice}", file=sys.stderr)
+    return store
 
 
 def _workspace(path: Path | None) -> str:
@@ -101,7 +112,7 @@ def run(
             prompt=text, workspace=_workspace(workspace), session=session, latest=continue_, output=form
         )
         status = run_headless(settings, request)
-    except ConfigError as error:
+    except (ConfigError, SessionStoreError) as error:
         raise _fail(str(error)) from None
     except KeyboardInterrupt:
         print("turnmemory: interrupted", file=sys.stderr)
@@ -145,7 +156,7 @@ def chat(
             session=session_id,
             latest=resume and session_id is None,
         )
-    except ConfigError as error:
+    except (ConfigError, SessionStoreError) as error:
         raise _fail(str(error)) from None
     raise typer.Exit(status)
 
@@ -156,8 +167,11 @@ def sessions(
     output: Annotated[str, typer.Option("--format", help="text or json.")] = "text",
 ) -> None:
     """List stored sessions, most recently active first (all workspaces unless --workspace is given)."""
-    with SessionStore.open_default() as store:
-        found = store.sessions(_workspace(workspace) if workspace is not None else None, limit=limit)
+    with _open_store() as store:
+        try:
+            found = store.sessions(_workspace(workspace) if workspace is not None else None, limit=limit)
+        except SessionStoreError as error:
+            raise _fail(str(error)) from None
     if output == "json":
         rows = [
             {
@@ -186,10 +200,10 @@ def show(
     output: Annotated[str, typer.Option("--format", help="text or json (the stored events).")] = "text",
 ) -> None:
     """Print a session's transcript with each turn's TurnMemory."""
-    with SessionStore.open_default() as store:
+    with _open_store() as store:
         try:
             loaded = store.load(store.resolve(session_id))
-        except KeyError as error:
+        except (KeyError, SessionStoreError) as error:
             raise _fail(str(error.args[0])) from None
     if output == "json":
         events = [{"seq": e.seq, "kind": e.kind, "created_at": e.created_at, **e.data} for e in loaded.events]

@@ -170,6 +170,7 @@ class Agent:
             self.session_id = store.create(self.workspace, provider=config.provider, model=config.model)
         else:
             self.session_id = session_id
+            store.claim(session_id)  # one writer per session: another process's claim fails here
             self._load(store.load(session_id))
         self.client = client_factory(config, self.session_id)
 
@@ -403,9 +404,11 @@ class Agent:
     def new_session(self) -> None:
         """Start a new session in the same workspace (``/new``, ``/clear``)."""
         self._drop_pending("new session")
+        previous = self.session_id
         self.session_id = self.store.create(
             self.workspace, provider=self.config.provider, model=self.config.model
         )
+        self.store.release(previous)
         self.messages, self._covered = [], set()
         self.permissions.reset_session()
         self.client = self._client_factory(self.config, self.session_id)
@@ -413,7 +416,11 @@ class Agent:
     def resume(self, session_id: str) -> None:
         """Continue the stored session ``session_id`` (``/resume``)."""
         loaded = self.store.load(session_id)
+        previous = self.session_id
+        self.store.claim(session_id)
         self._drop_pending("resumed another session")
+        if previous != session_id:
+            self.store.release(previous)
         self.session_id = session_id
         self.messages, self._covered = [], set()
         self._load(loaded)

@@ -34,7 +34,7 @@ from turnmemory.agent._runtime import open_agent
 from turnmemory.agent.config import AgentConfig, ConfigError
 from turnmemory.agent.loop import Agent
 from turnmemory.agent.permissions import Access, Answer, Rule, session_scope
-from turnmemory.agent.sessions import data_dir
+from turnmemory.agent.sessions import SessionStoreError, data_dir
 from turnmemory.llm import Event
 
 __all__ = ["COMMANDS", "ReplCompleter", "ReplView", "run_chat"]
@@ -328,7 +328,7 @@ class Repl:
                 self.agent.compact(force=True)
             else:
                 self.console.print(f"[red]unknown command {escape(name)}[/] [dim](/help lists them)[/]")
-        except (ConfigError, KeyError) as error:
+        except (ConfigError, KeyError, SessionStoreError) as error:
             message = error.args[0] if isinstance(error, KeyError) and error.args else str(error)
             self.console.print(f"[red]{escape(str(message))}[/]")
         return True

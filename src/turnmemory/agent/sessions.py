@@ -16,14 +16,24 @@ A session is an ordered list of events, keyed by workspace:
 Resuming rebuilds the conversation from user messages and assistant messages (prose plus memory)
 only; transcripts are never sent to a model. Partial turns (incomplete, interrupted) are part of the
 conversation; a dropped pending state is not, because the partial turn already records that work.
-A malformed row is reported in one line and skipped, its neighbours kept.
+
+Damage is reported, never a traceback: a malformed row (garbage or deeply nested JSON, wrong types, a
+text ``seq``) is reported in one line and skipped, its neighbours kept, and the session stays
+writable; a database file SQLite cannot read at all is moved aside (the notice says where) and a new
+one started; damage found later is a :class:`SessionStoreError` whose one line says how to recover.
+
+One session has one writer at a time: a store claims a session (an exclusive ``flock`` on a lock
+file per session, released on close and by the kernel when the process dies, even by kill -9)
+before writing to it, and another process's claim is a :class:`SessionBusy` error.
 """
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import sqlite3
+import threading
 import time
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
@@ -40,9 +50,11 @@ from turnmemory.segments import AssistantSegment, PermissionSegment, ReasoningSe
 __all__ = [
     "DATA_DIR_ENV",
     "LoadedSession",
+    "SessionBusy",
     "SessionEvent",
     "SessionInfo",
     "SessionStore",
+    "SessionStoreError",
     "SessionSummary",
     "TurnStatus",
     "data_dir",
@@ -58,6 +70,8 @@ TurnStatus = Literal["done", "incomplete", "interrupted", "error"]
 PREVIEW_BYTES = 600
 """The most of a tool output, error or reasoning text a transcript item keeps."""
 DIFF_PREVIEW_BYTES = 8000
+MAX_DEPTH = 32
+"""The deepest nesting of a stored event's JSON that loading accepts (events are a few levels deep)."""
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS sessions (
@@ -131,21 +145,73 @@ class LoadedSession:
     problems: tuple[str, ...]
 
 
+class SessionStoreError(Exception):
+    """The sessions store cannot be used: one line saying why and how to recover."""
+
+
+class SessionBusy(SessionStoreError):
+    """Another process is writing to the session."""
+
+
 class SessionStore:
-    """Sessions in one SQLite file (created on first use, readable by its owner only)."""
+    """Sessions in one SQLite file (created on first use, readable by its owner only).
+
+    ``notices`` holds one line per problem met while opening (a damaged file moved aside).
+    """
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        if not self.path.exists():
-            self.path.touch(mode=0o600)
-        self._db = sqlite3.connect(self.path, isolation_level=None, timeout=10.0, check_same_thread=False)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA busy_timeout=10000")
-        with self._transaction():
+        self.notices: list[str] = []
+        self._claimed: set[str] = set()
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+            if not self.path.exists():
+                self.path.touch(mode=0o600)
+        except OSError as error:
+            raise SessionStoreError(f"cannot create the session database {self.path}: {error}") from None
+        try:
+            self._db = self._open()
+        except sqlite3.Error as error:
+            if not _damaged(error):
+                raise SessionStoreError(f"cannot open the session database {self.path}: {error}") from None
+            aside = self._move_aside()
+            self.notices.append(
+                f"the session database {self.path} was unreadable ({error}); it was moved to {aside} "
+                "and a new one started"
+            )
+            try:
+                self._db = self._open()
+            except sqlite3.Error as again:
+                raise SessionStoreError(f"cannot open the session database {self.path}: {again}") from None
+
+    def _open(self) -> sqlite3.Connection:
+        truncated = _truncated(self.path)
+        if truncated is not None:
+            raise sqlite3.DatabaseError(truncated)
+        db = sqlite3.connect(self.path, isolation_level=None, timeout=10.0, check_same_thread=False)
+        db.text_factory = _decoded
+        try:
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute("PRAGMA busy_timeout=10000")
+            db.execute("BEGIN IMMEDIATE")
             for statement in _SCHEMA.split(";"):
                 if statement.strip():
-                    self._db.execute(statement)
+                    db.execute(statement)
+            db.execute("COMMIT")
+        except BaseException:
+            db.close()
+            raise
+        return db
+
+    def _move_aside(self) -> Path:
+        stamp = time.strftime("%Y%m%d-%H%M%S")
+        aside = self.path.with_name(f"{self.path.name}.damaged-{stamp}")
+        for suffix in ("", "-wal", "-shm"):
+            source = Path(f"{self.path}{suffix}")
+            if source.exists():
+                source.replace(f"{aside}{suffix}")
+        self.path.touch(mode=0o600)
+        return aside
 
     @classmethod
     def open_default(cls) -> SessionStore:
@@ -158,8 +224,28 @@ class SessionStore:
         return self.path.parent / "spill"
 
     def close(self) -> None:
-        """Close the database connection."""
+        """Close the database connection and give up every claimed session."""
+        for session_id in list(self._claimed):
+            self.release(session_id)
         self._db.close()
+
+    # -- one writer per session --------------------------------------------------------------------
+
+    def claim(self, session_id: str) -> None:
+        """Become the session's writer; :class:`SessionBusy` when another process is.
+
+        Claims are per process: stores of one process share them (a test, or the REPL resuming).
+        """
+        if session_id in self._claimed:
+            return
+        _LOCKS.acquire(self.path.parent / "locks" / f"{_safe_name(session_id)}.lock", session_id)
+        self._claimed.add(session_id)
+
+    def release(self, session_id: str) -> None:
+        """Stop being the session's writer (switching to another session)."""
+        if session_id in self._claimed:
+            self._claimed.discard(session_id)
+            _LOCKS.release(self.path.parent / "locks" / f"{_safe_name(session_id)}.lock")
 
     def __enter__(self) -> SessionStore:
         return self
@@ -173,6 +259,7 @@ class SessionStore:
         """Start a session in ``workspace``; its id."""
         session_id = uuid.uuid4().hex
         now = time.time()
+        self.claim(session_id)
         with self._transaction():
             self._db.execute(
                 "INSERT INTO sessions (id, workspace, created_at, updated_at) VALUES (?, ?, ?, ?)",
@@ -218,7 +305,8 @@ class SessionStore:
         self.append(session_id, "compaction", compaction)
 
     def append(self, session_id: str, kind: str, data: Mapping[str, Any]) -> None:
-        """Append one event in its own transaction."""
+        """Append one event in its own transaction (claiming the session first)."""
+        self.claim(session_id)
         with self._transaction():
             if self._insert(session_id, kind, data) is None:
                 raise KeyError(f"no session {session_id!r}")
@@ -226,30 +314,30 @@ class SessionStore:
     # -- reading -----------------------------------------------------------------------------------
 
     def load(self, session_id: str) -> LoadedSession:
-        """Read a session back; ``KeyError`` when there is no such session."""
-        row = self._db.execute(
-            "SELECT id, workspace, created_at FROM sessions WHERE id = ?", (session_id,)
-        ).fetchone()
-        if row is None:
-            raise KeyError(f"no session {session_id!r}")
-        info = SessionInfo(id=row[0], workspace=row[1], created_at=row[2])
+        """Read a session back; ``KeyError`` when there is no such session.
+
+        Unreadable rows are skipped, one line each in ``problems``."""
+        with self._guarded():
+            row = self._db.execute(
+                "SELECT id, workspace, created_at FROM sessions WHERE id = ?", (session_id,)
+            ).fetchone()
+            if row is None:
+                raise KeyError(f"no session {session_id!r}")
+            info = SessionInfo(id=str(row[0]), workspace=_text(row[1]), created_at=_number(row[2]))
+            rows = self._db.execute(
+                "SELECT seq, kind, created_at, data FROM events WHERE session_id = ? ORDER BY seq",
+                (session_id,),
+            ).fetchall()
         events: list[SessionEvent] = []
         messages: list[Message] = []
         problems: list[str] = []
-        rows = self._db.execute(
-            "SELECT seq, kind, created_at, data FROM events WHERE session_id = ? ORDER BY seq", (session_id,)
-        )
         for seq, kind, created_at, raw in rows:
             try:
-                data = json.loads(raw)
-                if not isinstance(data, dict):
-                    raise ValueError("expected a JSON object")
+                data = _event_data(seq, kind, raw)
                 message = _conversation_message(kind, data)
-                if kind == "compaction":
-                    messages[:] = Compaction.from_dict(data).apply(messages)
             except ValueError as error:
                 problems.append(
-                    f"session {session_id[:8]} event {seq} ({kind}) skipped: {_one_line(str(error))}"
+                    f"session {session_id[:8]} event {_label(seq)} ({_label(kind)}) skipped: {_one_line(str(error))}"
                 )
                 continue
             if kind == "session_started":
@@ -260,7 +348,7 @@ class SessionStore:
                     provider=str(data.get("provider", "")),
                     model=str(data.get("model", "")),
                 )
-            events.append(SessionEvent(seq=seq, kind=kind, created_at=created_at, data=data))
+            events.append(SessionEvent(seq=seq, kind=kind, created_at=_number(created_at), data=data))
             if message is not None:
                 messages.append(message)
         return LoadedSession(
@@ -270,27 +358,31 @@ class SessionStore:
     def sessions(self, workspace: str | None = None, *, limit: int = 50) -> list[SessionSummary]:
         """Sessions, most recently active first; only ``workspace``'s when given."""
         where, params = ("WHERE s.workspace = ?", [workspace]) if workspace is not None else ("", [])
-        rows = self._db.execute(
-            f"""
-            SELECT s.id, s.workspace, s.created_at, s.updated_at,
-                   (SELECT COUNT(*) FROM events e WHERE e.session_id = s.id AND e.kind = 'assistant_turn'),
-                   (SELECT e.data FROM events e WHERE e.session_id = s.id AND e.kind = 'user_message'
-                    ORDER BY e.seq DESC LIMIT 1)
-            FROM sessions s {where} ORDER BY s.updated_at DESC, s.rowid DESC LIMIT ?
-            """,
-            [*params, limit],
-        ).fetchall()
+        with self._guarded():
+            rows = self._select_sessions(where, params, limit)
         return [
             SessionSummary(
-                id=r[0],
-                workspace=r[1],
-                created_at=r[2],
-                updated_at=r[3],
-                turns=r[4],
+                id=str(r[0]),
+                workspace=_text(r[1]),
+                created_at=_number(r[2]),
+                updated_at=_number(r[3]),
+                turns=int(r[4]),
                 last_prompt=_prompt(r[5]),
             )
             for r in rows
         ]
+
+    def _select_sessions(self, where: str, params: list[Any], limit: int) -> list[Any]:
+        return self._db.execute(
+            f"""
+            SELECT s.id, s.workspace, s.created_at, s.updated_at,
+                   (SELECT COUNT(*) FROM events e WHERE e.session_id = s.id AND e.kind = 'assistant_turn'),
+                   (SELECT e.data FROM events e WHERE e.session_id = s.id AND e.kind = 'user_message'
+                    AND typeof(e.seq) = 'integer' ORDER BY e.seq DESC LIMIT 1)
+            FROM sessions s {where} ORDER BY s.updated_at DESC, s.rowid DESC LIMIT ?
+            """,
+            [*params, limit],
+        ).fetchall()
 
     def latest(self, workspace: str) -> str | None:
         """The most recently active session of ``workspace``, or ``None``."""
@@ -303,12 +395,14 @@ class SessionStore:
         if not prefix:
             raise KeyError("empty session id")
         escaped = prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-        ids = [
-            row[0]
-            for row in self._db.execute(
-                "SELECT id FROM sessions WHERE id LIKE ? ESCAPE '\\' LIMIT 3", (escaped + "%",)
-            )
-        ]
+        with self._guarded():
+            ids = [
+                row[0]
+                for row in self._db.execute(
+                    "SELECT id FROM sessions WHERE id LIKE ? ESCAPE '\\' AND typeof(id) = 'text' LIMIT 3",
+                    (escaped + "%",),
+                )
+            ]
         if not ids:
             raise KeyError(f"no session {prefix!r}")
         if len(ids) > 1 and prefix not in ids:
@@ -318,14 +412,29 @@ class SessionStore:
     # -- internals ---------------------------------------------------------------------------------
 
     @contextmanager
-    def _transaction(self) -> Iterator[None]:
-        self._db.execute("BEGIN IMMEDIATE")
+    def _guarded(self) -> Iterator[None]:
+        """SQLite's errors as one :class:`SessionStoreError` line that says how to recover."""
         try:
             yield
-        except BaseException:
-            self._db.execute("ROLLBACK")
-            raise
-        self._db.execute("COMMIT")
+        except sqlite3.Error as error:
+            if _damaged(error):
+                raise SessionStoreError(
+                    f"the session database {self.path} is damaged ({_one_line(str(error))}): move it aside "
+                    f"(mv {self.path} {self.path}.damaged) and a new one is started"
+                ) from None
+            raise SessionStoreError(f"session database {self.path}: {_one_line(str(error))}") from None
+
+    @contextmanager
+    def _transaction(self) -> Iterator[None]:
+        with self._guarded():
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                yield
+            except BaseException:
+                if self._db.in_transaction:
+                    self._db.execute("ROLLBACK")
+                raise
+            self._db.execute("COMMIT")
 
     def _insert(self, session_id: str, kind: str, data: Mapping[str, Any]) -> int | None:
         now = time.time()
@@ -334,14 +443,144 @@ class SessionStore:
             == 0
         ):
             return None
-        (seq,) = self._db.execute(
-            "SELECT COALESCE(MAX(seq), 0) + 1 FROM events WHERE session_id = ?", (session_id,)
+        (seq,) = self._db.execute(  # a damaged row's non-integer seq must not block the session
+            "SELECT COALESCE(MAX(seq), 0) + 1 FROM events WHERE session_id = ? AND typeof(seq) = 'integer'",
+            (session_id,),
         ).fetchone()
         self._db.execute(
             "INSERT INTO events (session_id, seq, kind, created_at, data) VALUES (?, ?, ?, ?, ?)",
             (session_id, seq, kind, now, json.dumps(data, ensure_ascii=False, separators=(",", ":"))),
         )
         return int(seq)
+
+
+def _truncated(path: Path) -> str | None:
+    """Why the database file is shorter than its header says, or ``None`` (SQLite would read the
+    missing pages as empty tables, and write on top of them). Not judged while another connection
+    may be checkpointing (a write-ahead log exists): the file grows under it then."""
+    if Path(f"{path}-wal").exists():
+        return None
+    with open(path, "rb") as file:
+        header = file.read(100)
+        size = file.seek(0, os.SEEK_END)
+    if len(header) < 100 or not header.startswith(b"SQLite format 3\0"):
+        return None  # empty (new) or not a database at all: SQLite says which
+    page_size = int.from_bytes(header[16:18], "big")
+    page_size = 65536 if page_size == 1 else page_size
+    pages = int.from_bytes(header[28:32], "big")
+    if header[24:28] == header[92:96] and size < page_size * pages:
+        return f"file is truncated: {size} of {page_size * pages} bytes"
+    return None
+
+
+def _damaged(error: sqlite3.Error) -> bool:
+    """Whether SQLite found the file itself damaged (not locked, missing or unwritable)."""
+    text = str(error)
+    return type(error) is sqlite3.DatabaseError or "malformed" in text or "not a database" in text
+
+
+def _event_data(seq: Any, kind: Any, raw: Any) -> dict[str, Any]:
+    """A row's decoded data; ``ValueError`` when any of its fields is unreadable."""
+    if not isinstance(seq, int):
+        raise ValueError(f"seq {_one_line(repr(seq))} is not an integer")
+    if not isinstance(kind, str):
+        raise ValueError("kind is not text")
+    if not isinstance(raw, str):
+        raise ValueError("data is not text")
+    try:
+        data = json.loads(raw)
+    except RecursionError:
+        raise ValueError(f"data is nested deeper than {MAX_DEPTH} levels") from None
+    if not isinstance(data, dict):
+        raise ValueError("expected a JSON object")
+    if _depth(data) > MAX_DEPTH:
+        raise ValueError(f"data is nested deeper than {MAX_DEPTH} levels")
+    return data
+
+
+def _depth(value: Any) -> int:
+    deepest, level = 0, [value]
+    while level:
+        deepest += 1
+        if deepest > MAX_DEPTH:
+            return deepest
+        level = [
+            child
+            for item in level
+            if isinstance(item, (dict, list))
+            for child in (item.values() if isinstance(item, dict) else item)
+        ]
+    return deepest
+
+
+def _decoded(raw: bytes) -> str | bytes:
+    """A text column's value; bytes that are not UTF-8 stay bytes, for the row's check to reject."""
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return raw
+
+
+def _number(value: Any) -> float:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else 0.0
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "replace")
+    return value if isinstance(value, str) else str(value)
+
+
+def _label(value: Any) -> str:
+    return _one_line(str(value) if isinstance(value, (int, str)) else repr(value))
+
+
+def _safe_name(session_id: str) -> str:
+    return "".join(ch if ch.isalnum() or ch in "-_" else "_" for ch in session_id)[:128]
+
+
+class _Locks:
+    """This process's session locks: one ``flock``-ed file per session, counted per claiming store."""
+
+    def __init__(self) -> None:
+        self._held: dict[Path, tuple[int, int]] = {}
+        self._mutex = threading.Lock()
+
+    def acquire(self, path: Path, session_id: str) -> None:
+        with self._mutex:
+            if path in self._held:
+                fd, count = self._held[path]
+                self._held[path] = (fd, count + 1)
+                return
+            try:
+                path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+                fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+            except OSError as error:
+                raise SessionStoreError(f"cannot lock session {session_id[:8]} ({path}): {error}") from None
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                holder = os.read(fd, 32).decode("ascii", "replace").strip()
+                os.close(fd)
+                raise SessionBusy(
+                    f"session {session_id[:8]} is in use by another turnmemory process"
+                    f"{f' (pid {holder})' if holder.isdigit() else ''}: wait for it to finish, "
+                    "or start a new session"
+                ) from None
+            os.ftruncate(fd, 0)
+            os.write(fd, str(os.getpid()).encode())
+            self._held[path] = (fd, 1)
+
+    def release(self, path: Path) -> None:
+        with self._mutex:
+            fd, count = self._held.pop(path)
+            if count > 1:
+                self._held[path] = (fd, count - 1)
+            else:
+                os.close(fd)  # closing the descriptor drops the flock
+
+
+_LOCKS = _Locks()
 
 
 def _conversation_message(kind: str, data: Mapping[str, Any]) -> Message | None:
@@ -352,6 +591,8 @@ def _conversation_message(kind: str, data: Mapping[str, Any]) -> Message | None:
             raise ValueError("user_message.content: expected a string")
         return Message(role="user", content=content)
     if kind == "assistant_turn":
+        if not isinstance(data.get("transcript", []), list):
+            raise ValueError("assistant_turn.transcript: expected a list")
         message = Message.from_dict(data.get("message"))
         if message.role != "assistant":
             raise ValueError("assistant_turn.message.role: expected assistant")
@@ -366,7 +607,7 @@ def _prompt(raw: str | None) -> str | None:
         return None
     try:
         content = json.loads(raw).get("content")
-    except (ValueError, AttributeError):
+    except (ValueError, AttributeError, TypeError, RecursionError):
         return None
     return content if isinstance(content, str) else None
 

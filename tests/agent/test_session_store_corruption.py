@@ -1,0 +1,325 @@
+"""A damaged sessions database and two processes on one session: one line each, never a traceback,
+and the sessions stay writable.
+
+Damage comes in every form a disk, a crash or a hand edit leaves: garbage or truncated files, bytes
+overwritten mid-file, rows with garbage or 200k-deep JSON, wrong-typed fields, a text ``seq``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from tests.agent._support import Run
+
+from turnmemory.agent.sessions import SessionBusy, SessionStore, SessionStoreError
+from turnmemory.memory import Message
+from turnmemory.testing import FakeProviderServer, Reply, ToolCall
+
+WS = "/home/dev/repo"
+
+
+def _filled(path: Path, sessions: int = 3, turns: int = 4) -> list[str]:
+    ids = []
+    with SessionStore(path) as store:
+        for _ in range(sessions):
+            session = store.create(WS, provider="p", model="m")
+            for turn in range(turns):
+                store.add_user_message(session, f"prompt {turn} " + "x" * 1500)
+                store.add_assistant_turn(
+                    session, Message(role="assistant", content=f"answer {turn}"), status="done", transcript=[]
+                )
+            ids.append(session)
+    return ids
+
+
+def _still_writable(path: Path) -> None:
+    with SessionStore(path) as store:
+        session = store.create(WS, provider="p", model="m")
+        store.add_user_message(session, "after the damage")
+        assert [m.content for m in store.load(session).messages] == ["after the damage"]
+        assert store.latest(WS) == session
+
+
+def _one_line(text: str) -> None:
+    assert text and "\n" not in text and "Traceback" not in text
+
+
+# -- whole files ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "content",
+    [b"garbage" * 100, os.urandom(8192), b"SQLite format 3\0" + os.urandom(4000), b"\0" * 4096, b"{}"],
+)
+def test_an_unreadable_file_is_moved_aside_and_a_new_database_started(tmp_path: Path, content: bytes) -> None:
+    path = tmp_path / "sessions.sqlite3"
+    path.write_bytes(content)
+    with SessionStore(path) as store:
+        assert len(store.notices) == 1
+        _one_line(store.notices[0])
+        assert str(path) in store.notices[0] and "moved to" in store.notices[0]
+    kept = [p for p in tmp_path.iterdir() if p.name.startswith("sessions.sqlite3.damaged-")]
+    assert [p.read_bytes() for p in kept] == [content], "the damaged file is kept for recovery"
+    _still_writable(path)
+
+
+@given(st.floats(0.0, 0.999))
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+def test_a_truncated_file_is_moved_aside(tmp_path: Path, fraction: float) -> None:
+    directory = tmp_path / f"t{time.monotonic_ns()}"
+    directory.mkdir()
+    path = directory / "sessions.sqlite3"
+    _filled(path)
+    size = path.stat().st_size
+    with open(path, "r+b") as file:
+        file.truncate(max(100, int(size * fraction)))
+    with SessionStore(path) as store:
+        assert len(store.notices) == 1 and "truncated" in store.notices[0]
+        _one_line(store.notices[0])
+    _still_writable(path)
+
+
+@given(st.lists(st.tuples(st.floats(0.0, 1.0), st.binary(min_size=1, max_size=64)), min_size=1, max_size=4))
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+def test_overwritten_bytes_give_one_line_or_nothing(
+    tmp_path: Path, damage: list[tuple[float, bytes]]
+) -> None:
+    directory = tmp_path / f"d{time.monotonic_ns()}"
+    directory.mkdir()
+    path = directory / "sessions.sqlite3"
+    ids = _filled(path, sessions=2, turns=3)
+    size = path.stat().st_size
+    with open(path, "r+b") as file:
+        for where, garbage in damage:
+            file.seek(int(where * (size - len(garbage))))
+            file.write(garbage)
+    try:
+        with SessionStore(path) as store:
+            for notice in store.notices:
+                _one_line(notice)
+            store.sessions()
+            for session in ids:
+                try:
+                    for problem in store.load(session).problems:
+                        _one_line(problem)
+                except KeyError:
+                    pass
+            store.add_user_message(store.create(WS, provider="p", model="m"), "more")
+    except SessionStoreError as error:
+        _one_line(str(error))
+        assert str(path) in str(error) and "move it aside" in str(error)
+        for suffix in ("", "-wal", "-shm"):
+            if Path(f"{path}{suffix}").exists():
+                os.replace(f"{path}{suffix}", f"{path}.damaged{suffix}")
+    _still_writable(path)
+
+
+# -- rows -----------------------------------------------------------------------------------------
+
+BAD_ROWS = {
+    "garbage JSON": ("data", "{not json"),
+    "200k-deep JSON": ("data", "[" * 200_000 + "]" * 200_000),
+    "deep JSON under the limit of Python": ("data", '{"a":' * 500 + "1" + "}" * 500),
+    "a JSON array": ("data", "[1, 2]"),
+    "data as a number": ("data", 5),
+    "data as a blob": ("data", b"\x00\xff"),
+    "kind as a blob": ("kind", b"\x00k"),
+    "kind not UTF-8": ("kind", b"\xffk"),
+    "data not UTF-8": ("data", b'{"content": "\xff"}'),
+    "text seq": ("seq", "zzz"),
+    "real seq": ("seq", 2.5),
+    "content as a number": ("data", '{"content": 5}'),
+    "message as text": ("data", '{"message": "hi", "status": "done"}'),
+    "transcript as a number": ("data", '{"message": {"role": "assistant", "content": "x"}, "transcript": 5}'),
+}
+
+
+@pytest.mark.parametrize("damage", list(BAD_ROWS), ids=list(BAD_ROWS))
+def test_a_damaged_row_is_skipped_with_one_line_and_the_session_stays_writable(
+    tmp_path: Path, damage: str
+) -> None:
+    path = tmp_path / "sessions.sqlite3"
+    column, value = BAD_ROWS[damage]
+    with SessionStore(path) as store:
+        session = store.create(WS, provider="p", model="m")
+        store.add_user_message(session, "first")
+        store.add_assistant_turn(
+            session, Message(role="assistant", content="one"), status="done", transcript=[]
+        )
+        store.add_user_message(session, "second")
+        store.add_assistant_turn(
+            session, Message(role="assistant", content="two"), status="done", transcript=[]
+        )
+    other = value if column != "seq" else value + "y" if isinstance(value, str) else 2.75  # seq is a key
+    with sqlite3.connect(path) as raw:  # the first turn (seq 3) and the second user message (seq 4)
+        raw.execute(f"UPDATE events SET {column} = ? WHERE session_id = ? AND seq = 3", (value, session))
+        raw.execute(f"UPDATE events SET {column} = ? WHERE session_id = ? AND seq = 4", (other, session))
+    with SessionStore(path) as store:
+        loaded = store.load(session)
+        assert len(loaded.problems) == 2
+        for problem in loaded.problems:
+            _one_line(problem)
+            assert session[:8] in problem and "skipped" in problem
+        assert [m.content for m in loaded.messages] == ["first", "two"]
+        store.add_user_message(session, "third")
+        store.add_assistant_turn(
+            session, Message(role="assistant", content="three"), status="done", transcript=[]
+        )
+        assert [m.content for m in store.load(session).messages][-2:] == ["third", "three"]
+        assert [s.last_prompt for s in store.sessions()] == ["third"]
+
+
+def test_wrong_typed_session_rows_list_and_load(tmp_path: Path) -> None:
+    path = tmp_path / "sessions.sqlite3"
+    with SessionStore(path) as store:
+        session = store.create(WS, provider="p", model="m")
+        store.add_user_message(session, "hello")
+    with sqlite3.connect(path) as raw:
+        raw.execute(
+            "UPDATE sessions SET created_at = 'yesterday', updated_at = x'00', workspace = 5 WHERE id = ?",
+            (session,),
+        )
+        raw.execute("UPDATE events SET created_at = 'now' WHERE session_id = ?", (session,))
+        raw.execute("INSERT INTO sessions VALUES (42, 'ws', 1, 2)")
+    with SessionStore(path) as store:
+        listed = {s.id: s for s in store.sessions()}
+        assert listed[session].created_at == 0.0 and listed[session].workspace == "5"
+        loaded = store.load(store.resolve(session[:6]))
+        assert loaded.info.created_at == 0.0 and [e.created_at for e in loaded.events] == [0.0, 0.0]
+        store.add_user_message(session, "again")
+
+
+# -- through the command line ---------------------------------------------------------------------
+
+
+def _run(
+    cli: Run, server: FakeProviderServer, *args: str, expect: int | None = 0
+) -> subprocess.CompletedProcess[str]:
+    return cli(
+        "run", "--provider", "openai_chat", "--base-url", server.base_url("openai_chat"), *args, expect=expect
+    )
+
+
+def test_the_command_line_recovers_from_a_garbage_database(
+    cli: Run, server: FakeProviderServer, data_dir: Path
+) -> None:
+    data_dir.mkdir(parents=True)
+    (data_dir / "sessions.sqlite3").write_bytes(os.urandom(5000))
+    listed = cli("sessions")
+    assert listed.stdout == "no sessions\n"
+    notices = listed.stderr.splitlines()
+    assert len(notices) == 1 and "moved to" in notices[0], listed.stderr
+    server.push(Reply(text="Hello."))
+    done = _run(cli, server, "hi")
+    assert "Traceback" not in done.stderr
+    assert "hi" in cli("sessions").stdout
+
+
+def test_damaged_rows_are_reported_and_the_session_continues(
+    cli: Run, server: FakeProviderServer, data_dir: Path
+) -> None:
+    server.push(Reply(text="One."), Reply(text="Two."), Reply(text="Three."))
+    _run(cli, server, "first")
+    _run(cli, server, "--continue", "second")
+    with sqlite3.connect(data_dir / "sessions.sqlite3") as raw:
+        raw.execute("UPDATE events SET data = ? WHERE seq = 3", ("[" * 200_000,))
+        raw.execute("UPDATE events SET seq = 'zzz' WHERE seq = 4")
+    done = _run(cli, server, "--continue", "third")
+    problems = [line for line in done.stderr.splitlines() if "skipped" in line]
+    assert len(problems) == 2 and "Traceback" not in done.stderr, done.stderr
+    shown = cli("show", "--format", "json", "--", done.stderr.split("session ")[-1].split()[0])
+    assert '"content":"third"' in shown.stdout.replace(" ", "") and "Traceback" not in shown.stderr
+
+
+def test_a_session_has_one_writer_and_a_killed_writer_lets_go(
+    cli: Run, server: FakeProviderServer, workspace: Path
+) -> None:
+    server.push(Reply(text="Started."))
+    first = _run(cli, server, "start")
+    session = first.stderr.split("session ")[-1].split()[0]
+    pid_file = workspace / "holder.pid"
+    server.push(
+        Reply(
+            text="Working.",
+            tool_calls=[ToolCall("bash", {"command": f"echo $$ > {pid_file}; exec sleep 60"})],
+        ),
+        Reply(text="Continued."),
+    )
+    args = [
+        "run",
+        "--provider",
+        "openai_chat",
+        "--base-url",
+        server.base_url("openai_chat"),
+        "--allow",
+        "bash",
+    ]
+    holder = subprocess.Popen(
+        [sys.executable, "-m", "turnmemory.cli", *args, "--sandbox", "off", "--continue", "work"],
+        cwd=workspace,
+        env=cli.env,  # type: ignore[attr-defined]
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while not (pid_file.exists() and pid_file.read_text().strip()):
+            assert time.monotonic() < deadline and holder.poll() is None, "the holder never ran its command"
+            time.sleep(0.05)
+        for refused in (
+            _run(cli, server, "--continue", "meanwhile", expect=2),
+            _run(cli, server, "--session", session[:8], "meanwhile", expect=2),
+        ):
+            assert refused.stderr == (
+                f"turnmemory: session {session[:8]} is in use by another turnmemory process (pid {holder.pid}): "
+                "wait for it to finish, or start a new session\n"
+            )
+    finally:
+        holder.send_signal(signal.SIGKILL)
+        holder.wait()
+        if pid_file.exists():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(int(pid_file.read_text()), signal.SIGKILL)
+    done = _run(cli, server, "--continue", "after the kill")
+    assert f"session {session}" in done.stderr
+
+
+def test_claims_are_per_process_and_released_on_close(tmp_path: Path) -> None:
+    path = tmp_path / "sessions.sqlite3"
+    with SessionStore(path) as first:
+        session = first.create(WS, provider="p", model="m")
+        with SessionStore(path) as second:
+            second.add_user_message(session, "same process, same writer")
+        code = (
+            "import sys; from turnmemory.agent.sessions import SessionStore, SessionBusy\n"
+            "store = SessionStore(sys.argv[1])\n"
+            "try:\n    store.claim(sys.argv[2])\nexcept SessionBusy as e:\n    print(e)\n"
+        )
+        busy = subprocess.run(
+            [sys.executable, "-c", code, str(path), session],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=True,
+        )
+        assert "is in use by another turnmemory process" in busy.stdout
+        first.release(session)
+        free = subprocess.run(
+            [sys.executable, "-c", code, str(path), session],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=True,
+        )
+        assert free.stdout == ""
+    assert issubclass(SessionBusy, SessionStoreError)
