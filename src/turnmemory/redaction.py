@@ -17,7 +17,7 @@ secret:
 - **random-looking blobs**: a long base64 run with high entropy (a PEM body line, an AWS secret key).
 
 Matching runs on a normalized view of the text (NFKC, format and control characters removed,
-``%XX`` decoded), so zero-width spaces, soft hyphens and fullwidth letters inside a token do not
+``%XX`` and backslash escapes decoded), so zero-width spaces, soft hyphens and fullwidth letters inside a token do not
 hide it; the corresponding span of the original text is replaced. Redaction is idempotent.
 
 Add your own shapes with :func:`register`; they apply everywhere the built-in rules do::
@@ -436,7 +436,25 @@ def generation() -> int:
 
 # -- the normalized view --------------------------------------------------------------------------
 
-_SPECIAL = re.compile(r"[^\t\n\r\x20-\x7e]|%[0-9A-Fa-f]{2}")
+_SPECIAL = re.compile(r"[^\t\n\r\x20-\x7e]|%[0-9A-Fa-f]{2}|\\+(?:[nrt\"']|u[0-9A-Fa-f]{4})")
+
+
+def _fold(char: str) -> str:
+    """One character as the rules see it: format, control and combining characters vanish; NFKC."""
+    if " " <= char <= "~":
+        return char
+    if unicodedata.category(char) in ("Cf", "Cc", "Mn", "Me"):
+        return ""
+    return unicodedata.normalize("NFKC", char)
+
+
+def _unescape(token: str) -> str:
+    """A backslash escape of JSON or shell text: a line break or tab reads as a space, an escaped
+    quote as the quote (at any depth of escaping), ``\\uXXXX`` as its character."""
+    escaped = token.lstrip("\\")
+    if escaped[0] == "u":
+        return _fold(chr(int(escaped[1:], 16)))
+    return escaped if escaped in ("'", '"') else " "
 
 
 def _view(text: str) -> tuple[str, list[int] | None, list[int] | None]:
@@ -458,12 +476,12 @@ def _view(text: str) -> tuple[str, list[int] | None, list[int] | None]:
             ends.extend(range(cursor + 1, start + 1))
         cursor = end
         token = match.group()
-        if token[0] == "%":
-            decoded = chr(int(token[1:], 16))
-            replacement = decoded if " " <= decoded <= "~" else token
+        if token[0] == "\\":
+            replacement = _unescape(token)
+        elif token[0] == "%":
+            replacement = _fold(chr(int(token[1:], 16)))
         else:
-            category = unicodedata.category(token)
-            replacement = "" if category in ("Cf", "Cc", "Mn", "Me") else unicodedata.normalize("NFKC", token)
+            replacement = _fold(token)
         parts.append(replacement)
         starts.extend([start] * len(replacement))
         ends.extend([end] * len(replacement))

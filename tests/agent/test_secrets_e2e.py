@@ -1,0 +1,62 @@
+"""The secrets corpus through the agent end to end: ``turnmemory run`` runs a command per shape (and
+calls a tool named like a token) against the fake server; no secret reaches the next turn's request,
+the session database's bytes, ``turnmemory show`` or the run's own output."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.agent._support import Run, body_text
+from tests.secrets_corpus import CORPUS, Shape, visible
+
+from turnmemory.testing import FakeProviderServer, Reply, ToolCall
+
+
+def _command(shape: Shape) -> str:
+    """A command that carries the shape but runs nothing of it (it fails first, with exit code 3)."""
+    return "exit 3\n" + shape.text.replace("\x00", "")
+
+
+def _found(shape: Shape, text: str) -> list[str]:
+    seen = visible(text)
+    return [secret for secret in shape.secrets if secret in text or visible(secret) in seen]
+
+
+def test_no_secret_of_the_corpus_survives_a_session(
+    cli: Run, server: FakeProviderServer, workspace: Path, data_dir: Path
+) -> None:
+    tool_named = [shape for shape in CORPUS if shape.name == "tool name get_sk-ant"]
+    calls = [ToolCall("bash", {"command": _command(shape)}) for shape in CORPUS]
+    calls += [ToolCall(shape.text, {"path": "x"}) for shape in tool_named]
+    server.push(
+        Reply(text="Running them.", tool_calls=calls[: len(calls) // 2]),
+        Reply(text="And the rest.", tool_calls=calls[len(calls) // 2 :]),
+        Reply(text="All failed."),
+        Reply(text="Noted."),
+    )
+    common = ["--provider", "openai_chat", "--base-url", server.base_url("openai_chat")]
+    first = cli("run", *common, "--allow", "all", "--allow", "dangerous", "run the commands")
+    assert first.stderr.count("-> exit 3") == len(CORPUS), first.stderr
+    turn_end = len(server.requests)
+    second = cli("run", *common, "--continue", "what happened?")
+    session = next(line.split()[1] for line in second.stderr.splitlines() if line.startswith("session "))
+    shown = cli("show", session).stdout
+
+    next_request = body_text(server.requests[turn_end].body)
+    assert next_request.count('exit_code\\":3') == len(CORPUS), "every failed command is remembered"
+    stored = b"".join(path.read_bytes() for path in sorted(data_dir.glob("sessions.sqlite3*")))
+    assert stored, "the session database exists"
+    places = {
+        "next request": next_request,
+        "database": stored.decode("utf-8", errors="replace"),
+        "show": shown,
+        "run output": first.stdout + first.stderr + second.stdout + second.stderr,
+    }
+    leaks = [
+        f"{shape.name} in {where}: {secret[:24]}"
+        for shape in CORPUS
+        for where, text in places.items()
+        for secret in _found(shape, text)
+    ]
+    assert leaks == []
+    assert "[REDACTED]" in next_request and "[REDACTED]" in shown
