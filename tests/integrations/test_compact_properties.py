@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -13,9 +14,10 @@ from tests.providers.sdk_validators import validate
 
 from turnmemory.integrations import Compactor, compact
 from turnmemory.providers.check import check_request
+from turnmemory.providers.gemini import SKIP_THOUGHT_SIGNATURE
 
 RAW = "RAW-OUTPUT"
-PROVIDERS = ("openai_chat", "anthropic", "openai_responses")
+PROVIDERS = ("openai_chat", "anthropic", "openai_responses", "gemini", "bedrock")
 
 
 @dataclass(frozen=True)
@@ -102,35 +104,78 @@ def chat(conversation: list[tuple[str, list[Iteration]]]) -> list[dict[str, Any]
     return out
 
 
-def anthropic(conversation: list[tuple[str, list[Iteration]]]) -> list[dict[str, Any]]:
+def _turn_based(
+    conversation: list[tuple[str, list[Iteration]]],
+    assistant: str,
+    key: str,
+    text: Callable[[str], dict[str, Any]],
+    call: Callable[[Call, bool], dict[str, Any]],
+    result: Callable[[Call], dict[str, Any]],
+) -> list[dict[str, Any]]:
+    """A turn-based history; a user text joins the results before it, as clients usually send them."""
     out: list[dict[str, Any]] = []
+
+    def add(role: str, blocks: list[dict[str, Any]]) -> None:
+        if out and out[-1]["role"] == role:
+            out[-1][key].extend(blocks)
+        elif blocks:
+            out.append({"role": role, key: blocks})
+
     for user, iterations in conversation:
-        text = [{"type": "text", "text": user}]
-        if out and out[-1]["role"] == "user":  # results of the turn before, or an empty turn
-            out[-1]["content"].extend(text)
-        else:
-            out.append({"role": "user", "content": text})
+        add("user", [text(user)])
         for prose, calls in iterations:
-            blocks: list[dict[str, Any]] = [{"type": "text", "text": prose}] if prose else []
-            blocks.extend(
-                {"type": "tool_use", "id": c.id, "name": c.name, "input": c.arguments} for c in calls
-            )
-            if out[-1]["role"] == "assistant":
-                out[-1]["content"].extend(blocks)
-            else:
-                out.append({"role": "assistant", "content": blocks})
-            if calls:
-                results = [
-                    {
-                        "type": "tool_result",
-                        "tool_use_id": c.id,
-                        "content": c.result or "(no output)",
-                        "is_error": c.is_error,
-                    }
-                    for c in calls
-                ]
-                out.append({"role": "user", "content": results})
+            add(assistant, [text(prose)] * bool(prose) + [call(c, n == 0) for n, c in enumerate(calls)])
+            add("user", [result(c) for c in calls])
     return out
+
+
+def anthropic(conversation: list[tuple[str, list[Iteration]]]) -> list[dict[str, Any]]:
+    return _turn_based(
+        conversation,
+        "assistant",
+        "content",
+        lambda text: {"type": "text", "text": text},
+        lambda c, first: {"type": "tool_use", "id": c.id, "name": c.name, "input": c.arguments},
+        lambda c: {
+            "type": "tool_result",
+            "tool_use_id": c.id,
+            "content": c.result or "-",
+            "is_error": c.is_error,
+        },
+    )
+
+
+def bedrock(conversation: list[tuple[str, list[Iteration]]]) -> list[dict[str, Any]]:
+    return _turn_based(
+        conversation,
+        "assistant",
+        "content",
+        lambda text: {"text": text},
+        lambda c, first: {"toolUse": {"toolUseId": c.id, "name": c.name, "input": c.arguments}},
+        lambda c: {
+            "toolResult": {
+                "toolUseId": c.id,
+                "content": [{"text": c.result or "-"}],
+                "status": "error" if c.is_error else "success",
+            }
+        },
+    )
+
+
+def _gemini_call(c: Call, first: bool) -> dict[str, Any]:
+    part: dict[str, Any] = {"function_call": {"id": c.id, "name": c.name, "args": c.arguments}}
+    return {**part, "thought_signature": SKIP_THOUGHT_SIGNATURE} if first else part
+
+
+def gemini(conversation: list[tuple[str, list[Iteration]]]) -> list[dict[str, Any]]:
+    return _turn_based(
+        conversation,
+        "model",
+        "parts",
+        lambda text: {"text": text},
+        _gemini_call,
+        lambda c: {"function_response": {"id": c.id, "name": c.name, "response": {"output": c.result}}},
+    )
 
 
 def responses(conversation: list[tuple[str, list[Iteration]]]) -> list[dict[str, Any]]:
@@ -161,11 +206,17 @@ def responses(conversation: list[tuple[str, list[Iteration]]]) -> list[dict[str,
     return out
 
 
-BUILD = {"openai_chat": chat, "anthropic": anthropic, "openai_responses": responses}
+BUILD = {
+    "openai_chat": chat,
+    "anthropic": anthropic,
+    "openai_responses": responses,
+    "gemini": gemini,
+    "bedrock": bedrock,
+}
 
 
 def _body(provider: str, messages: list[dict[str, Any]]) -> dict[str, Any]:
-    return {"input": messages} if provider == "openai_responses" else {"messages": messages}
+    return {{"openai_responses": "input", "gemini": "contents"}.get(provider, "messages"): messages}
 
 
 def _result_ids(provider: str, messages: list[dict[str, Any]]) -> list[str]:
@@ -173,21 +224,26 @@ def _result_ids(provider: str, messages: list[dict[str, Any]]) -> list[str]:
         return [m["tool_call_id"] for m in messages if m["role"] == "tool"]
     if provider == "openai_responses":
         return [m["call_id"] for m in messages if m.get("type") == "function_call_output"]
-    return [
-        b["tool_use_id"]
-        for m in messages
-        if isinstance(m["content"], list)
-        for b in m["content"]
-        if b.get("type") == "tool_result"
-    ]
+    if provider == "anthropic":
+        return [
+            b["tool_use_id"]
+            for m in messages
+            if isinstance(m["content"], list)
+            for b in m["content"]
+            if "tool_use_id" in b
+        ]
+    if provider == "bedrock":
+        return [b["toolResult"]["toolUseId"] for m in messages for b in m["content"] if "toolResult" in b]
+    return [b["function_response"]["id"] for m in messages for b in m["parts"] if "function_response" in b]
 
 
 def _last_user(provider: str, messages: list[dict[str, Any]]) -> int:
     def is_user(m: dict[str, Any]) -> bool:
         if m.get("role") != "user" or m.get("type", "message") != "message":
             return False
-        content = m["content"]
-        return isinstance(content, str) or any(b.get("type") != "tool_result" for b in content)
+        content = m.get("content", m.get("parts"))
+        results = ("tool_result", "toolResult", "function_response")
+        return isinstance(content, str) or any(b.get("type", next(iter(b))) not in results for b in content)
 
     return max(i for i, m in enumerate(messages) if is_user(m))
 
@@ -241,4 +297,4 @@ def test_bad_input_is_a_clear_error(provider: str) -> None:
     with pytest.raises(TypeError, match="expected a list"):
         compact({"role": "user"}, provider)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="provider must be one of"):
-        compact([], "gemini")  # type: ignore[arg-type]
+        compact([], "cohere")  # type: ignore[arg-type]

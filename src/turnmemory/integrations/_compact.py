@@ -10,29 +10,27 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any, Literal, get_args
+from collections.abc import Mapping, Sequence
+from typing import Any
 
+from turnmemory.integrations._read import (
+    PROVIDERS,
+    Provider,
+    ResultParser,
+    content_key,
+    is_user_turn,
+    read,
+    text_block,
+)
 from turnmemory.memory import Message
-from turnmemory.providers import anthropic, openai_chat, openai_responses
+from turnmemory.providers import anthropic, bedrock, gemini, openai_chat, openai_responses
 from turnmemory.replay import ArgumentPolicy, IdStyle
 from turnmemory.retention import DEFAULT_RULES, ToolRule
 from turnmemory.segments import TurnRecorder
-from turnmemory.transcripts import Event, IterationEnd, Prose, Reasoning, ToolCall, ToolResult, replay_events
+from turnmemory.transcripts import Event, replay_events
 from turnmemory.transcripts._tools import tool_outcome
 
 __all__ = ["Compactor", "Provider", "ResultParser", "compact", "parse_result"]
-
-Provider = Literal["openai_chat", "anthropic", "openai_responses"]
-"""The message-list formats :func:`compact` reads and writes."""
-
-ResultParser = Callable[[str, Mapping[str, Any], str, bool], "tuple[Mapping[str, Any] | None, bool]"]
-"""``(tool name, call arguments, result text, error flag) -> (outcome, failed)``.
-
-The outcome is the output mapping the retention rules read (``{"file_changed": path}``,
-``{"exit_code": n}``); ``failed`` marks a call that did not run (its activity gets status ``error``).
-"""
 
 Item = dict[str, Any]
 
@@ -106,188 +104,9 @@ def _non_empty(value: object) -> bool:
     return isinstance(value, str) and bool(value.strip())
 
 
-def _text(content: Any) -> str:
-    """The text of a content value: a string, or the text parts of a list of parts joined."""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, Mapping):
-        content = [content]
-    if not isinstance(content, list):
-        return "" if content is None else json.dumps(content, ensure_ascii=False)
-    parts: list[str] = []
-    for part in content:
-        if isinstance(part, str):
-            parts.append(part)
-        elif isinstance(part, Mapping):
-            text = part.get("text")
-            if isinstance(text, str):
-                parts.append(text)
-            elif "content" in part:
-                parts.append(_text(part["content"]))
-    return "\n".join(parts)
-
-
-def _arguments(value: Any) -> Mapping[str, Any]:
-    if isinstance(value, str):
-        try:
-            value = json.loads(value)
-        except ValueError:
-            return {}
-    return value if isinstance(value, Mapping) else {}
-
-
-@dataclass(slots=True)
-class _Reader:
-    """The events of the turn being read; the call names and arguments its results need."""
-
-    parse: Callable[[str, Mapping[str, Any], str, bool], tuple[Mapping[str, Any] | None, bool]]
-    events: list[Event] = field(default_factory=list)
-    calls: dict[str, ToolCall] = field(default_factory=dict)
-    answered: bool = False
-
-    def iteration(self) -> None:
-        """A new model response starts (the previous one's results came back)."""
-        if self.events and not isinstance(self.events[-1], IterationEnd):
-            self.events.append(IterationEnd())
-        self.answered = False
-
-    def prose(self, text: str) -> None:
-        if self.answered:
-            self.iteration()
-        if text:
-            self.events.append(Prose(text))
-
-    def reasoning(self, text: str) -> None:
-        if self.answered:
-            self.iteration()
-        if text:
-            self.events.append(Reasoning(text))
-
-    def call(self, call_id: Any, name: Any, arguments: Any) -> None:
-        if self.answered:
-            self.iteration()
-        if not isinstance(call_id, str) or not isinstance(name, str):
-            return
-        call = ToolCall(call_id, name, _arguments(arguments), name, "")
-        self.calls[call_id] = call
-        self.events.append(call)
-
-    def result(self, call_id: Any, content: Any, is_error: bool) -> None:
-        call = self.calls.get(call_id) if isinstance(call_id, str) else None
-        if call is None:
-            return
-        text = _text(content)
-        outcome, failed = self.parse(call.name, call.arguments, text, is_error)
-        self.events.append(ToolResult(call.call_id, text, is_error=failed, outcome=outcome))
-        self.answered = True
-
-    def take(self) -> list[Event]:
-        events, self.events, self.calls, self.answered = self.events, [], {}, False
-        return events
-
-
-@dataclass(frozen=True, slots=True)
-class _Part:
-    """A kept message (``kept`` set: a user or system message, as given) or a completed turn's events."""
-
-    kept: Any = None
-    events: tuple[Event, ...] = ()
-
-
-def _chat_parts(messages: Sequence[Any], reader: _Reader) -> list[_Part]:
-    parts: list[_Part] = []
-    for message in messages:
-        role = message.get("role")
-        if role == "assistant":
-            reader.iteration()
-            reader.prose(_text(message.get("content")))
-            for call in message.get("tool_calls") or ():
-                function = call.get("function") if isinstance(call, Mapping) else None
-                if isinstance(function, Mapping):
-                    reader.call(call.get("id"), function.get("name"), function.get("arguments"))
-        elif role == "tool":
-            failed = message.get("status") == "error" or message.get("is_error") is True
-            reader.result(message.get("tool_call_id"), message.get("content"), failed)
-        else:
-            parts.append(_Part(events=tuple(reader.take())))
-            parts.append(_Part(kept=message))
-    parts.append(_Part(events=tuple(reader.take())))
-    return parts
-
-
-def _anthropic_parts(messages: Sequence[Any], reader: _Reader) -> list[_Part]:
-    parts: list[_Part] = []
-    for message in messages:
-        role, content = message.get("role"), message.get("content")
-        blocks = content if isinstance(content, list) else [{"type": "text", "text": content}]
-        if role == "assistant":
-            reader.iteration()
-            for block in blocks:
-                kind = block.get("type") if isinstance(block, Mapping) else None
-                if kind == "text":
-                    reader.prose(_text(block.get("text")))
-                elif kind == "thinking":
-                    reader.reasoning(_text(block.get("thinking")))
-                elif kind == "tool_use":
-                    reader.call(block.get("id"), block.get("name"), block.get("input"))
-            continue
-        if role != "user":
-            raise ValueError(f"anthropic messages: role must be 'user' or 'assistant', got {role!r}")
-        rest = []
-        for block in blocks:
-            if isinstance(block, Mapping) and block.get("type") == "tool_result":
-                reader.result(block.get("tool_use_id"), block.get("content"), block.get("is_error") is True)
-            else:
-                rest.append(block)
-        if rest:
-            parts.append(_Part(events=tuple(reader.take())))
-            parts.append(_Part(kept={**message, "content": content if isinstance(content, str) else rest}))
-    parts.append(_Part(events=tuple(reader.take())))
-    return parts
-
-
-def _responses_parts(items: Sequence[Any], reader: _Reader) -> list[_Part]:
-    parts: list[_Part] = []
-    for item in items:
-        kind, role = item.get("type", "message"), item.get("role")
-        if kind == "message" and role == "assistant":
-            reader.prose(_text(item.get("content")))
-        elif kind == "message":
-            parts.append(_Part(events=tuple(reader.take())))
-            parts.append(_Part(kept=item))
-        elif kind == "reasoning":
-            reader.reasoning(_text(item.get("summary")))
-        elif kind in ("function_call", "custom_tool_call"):
-            arguments = item.get("arguments") if kind == "function_call" else {"input": item.get("input")}
-            reader.call(item.get("call_id"), item.get("name"), arguments)
-        elif kind in ("function_call_output", "custom_tool_call_output"):
-            reader.result(item.get("call_id"), item.get("output"), False)
-    parts.append(_Part(events=tuple(reader.take())))
-    return parts
-
-
-def _is_user_turn(provider: Provider, message: Mapping[str, Any]) -> bool:
-    role = message.get("role")
-    if provider == "anthropic":
-        content = message.get("content")
-        return role == "user" and (
-            not isinstance(content, list)
-            or any(not (isinstance(b, Mapping) and b.get("type") == "tool_result") for b in content)
-        )
-    if provider == "openai_responses":
-        return message.get("type", "message") == "message" and role == "user"
-    return role == "user"
-
-
-def _readers(provider: Provider) -> Callable[[Sequence[Any], _Reader], list[_Part]]:
-    return {"openai_chat": _chat_parts, "anthropic": _anthropic_parts, "openai_responses": _responses_parts}[
-        provider
-    ]
-
-
 def _checked(messages: Sequence[Any], provider: str) -> list[Mapping[str, Any]]:
-    if provider not in get_args(Provider):
-        raise ValueError(f"provider must be one of {', '.join(get_args(Provider))}; got {provider!r}")
+    if provider not in PROVIDERS:
+        raise ValueError(f"provider must be one of {', '.join(PROVIDERS)}; got {provider!r}")
     if isinstance(messages, str | bytes | Mapping):
         raise TypeError(f"messages: expected a list of {provider} messages, got {type(messages).__name__}")
     out = list(messages)
@@ -323,7 +142,7 @@ class Compactor:
         self.arguments: ArgumentPolicy = arguments
         self.id_style = id_style
         self.model = model
-        self._parse: Callable[[str, Mapping[str, Any], str, bool], tuple[Mapping[str, Any] | None, bool]] = (
+        self._parse: ResultParser = (
             result_parser
             if result_parser is not None
             else lambda name, args, text, error: parse_result(name, args, text, error, rules=rules)
@@ -332,6 +151,8 @@ class Compactor:
             "openai_chat": openai_chat.Formatter,
             "anthropic": anthropic.Formatter,
             "openai_responses": openai_responses.Formatter,
+            "gemini": gemini.Formatter,
+            "bedrock": bedrock.Formatter,
         }[provider]()
         self._read: list[Mapping[str, Any]] = []
         self._history: list[Message] = []
@@ -340,9 +161,7 @@ class Compactor:
     def compact(self, messages: Sequence[Any]) -> list[Item]:
         """``messages`` with every turn before the last user message replaced by its TurnMemory replay."""
         given = _checked(messages, self.provider)
-        last = next(
-            (i for i in range(len(given) - 1, -1, -1) if _is_user_turn(self.provider, given[i])), None
-        )
+        last = next((i for i in range(len(given) - 1, -1, -1) if is_user_turn(self.provider, given[i])), None)
         if last is None:
             return [dict(message) for message in given]
         prefix = given[: last + 1]
@@ -360,17 +179,18 @@ class Compactor:
             request = self._formatter.to_request(
                 self._history, arguments=self.arguments, id_style=self.id_style or "historical"
             )
-        items = request["messages"] if self.provider != "openai_responses" else request["input"]
-        laid_out = (
-            _anthropic_kept(items, self._kept) if self.provider == "anthropic" else _kept(items, self._kept)
-        )
+        if self.provider in ("openai_chat", "openai_responses"):
+            laid_out = _kept(request["messages" if self.provider == "openai_chat" else "input"], self._kept)
+        else:
+            items = request["contents" if self.provider == "gemini" else "messages"]
+            laid_out = _turn_kept(self.provider, items, self._kept)
         return [*laid_out, *(dict(message) for message in given[last + 1 :])]
 
     def _extend(self, messages: list[Mapping[str, Any]]) -> None:
-        parts = _readers(self.provider)(messages, _Reader(self._parse))
+        parts = read(self.provider, messages, self._parse)
         for part in parts[:-1]:  # the last part is the (empty) turn after the last user message
             if part.kept is None:
-                if part.events or (self._kept and _is_user_turn(self.provider, self._kept[-1])):
+                if part.events or (self._kept and is_user_turn(self.provider, self._kept[-1])):
                     self._history.append(self._replay(part.events))
                 continue
             self._history.append(Message("user", _PLACEHOLDER))
@@ -388,12 +208,13 @@ def _kept(items: list[Item], kept: list[Any]) -> list[Item]:
     return [dict(next(originals)) if item.get("role") == "user" else item for item in items]
 
 
-def _anthropic_kept(turns: list[Item], kept: list[Any]) -> list[Item]:
-    """Anthropic: each placeholder text block of a user turn stands for the next kept message.
+def _turn_kept(provider: Provider, turns: list[Item], kept: list[Any]) -> list[Item]:
+    """Turn-based formats: each placeholder text block of a user turn stands for the next kept message.
 
     The formatter merges adjacent user turns; here each kept message stays a message of its own, as
     given, except that the results answering the calls of the turn before it come first in it.
     """
+    key, placeholder = content_key(provider), text_block(provider, _PLACEHOLDER)
     originals = iter(kept)
     out: list[Item] = []
     for turn in turns:
@@ -401,20 +222,20 @@ def _anthropic_kept(turns: list[Item], kept: list[Any]) -> list[Item]:
             out.append(turn)
             continue
         results: list[Any] = []
-        for block in turn["content"]:
-            if not (block.get("type") == "text" and block.get("text") == _PLACEHOLDER):
+        for block in turn[key]:
+            if block != placeholder:
                 results.append(block)
                 continue
             original = next(originals)
             if not results:
                 out.append(dict(original))
                 continue
-            content = original.get("content")
-            blocks = [{"type": "text", "text": content}] if isinstance(content, str) else list(content)
-            out.append({"role": "user", "content": [*results, *blocks]})
+            content = original.get(key)
+            blocks = [text_block(provider, content)] if isinstance(content, str) else list(content)
+            out.append({"role": "user", key: [*results, *blocks]})
             results = []
         if results:
-            out.append({"role": "user", "content": results})
+            out.append({"role": "user", key: results})
     return out
 
 
@@ -429,7 +250,7 @@ def compact(
     id_style: IdStyle | None = None,
     model: str | None = None,
 ) -> list[Item]:
-    """``messages`` (an OpenAI Chat, Anthropic or OpenAI Responses message list) with TurnMemory applied.
+    """``messages`` (an OpenAI Chat, Anthropic, OpenAI Responses, Gemini or Bedrock list) with TurnMemory applied.
 
     Every turn before the last user message is replaced by its TurnMemory replay in the same format:
     the prose in place, each tool call replayed with ``{}`` arguments (``arguments="target"``: its
