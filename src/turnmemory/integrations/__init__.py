@@ -1,13 +1,13 @@
 """TurnMemory for agents built on a framework or on a provider-format message list.
 
 ``compact(messages, provider=...)`` (and an incremental ``Compactor`` per conversation) works on plain
-OpenAI Chat, Anthropic and OpenAI Responses message lists and needs nothing beyond the standard
-library. One module per framework, each imported only when used and needing only its own extra:
+OpenAI Chat, Anthropic, OpenAI Responses, Gemini and Bedrock message lists and needs nothing beyond
+the standard library. One module per framework, each imported only when used and needing only its own extra:
 
 - :mod:`turnmemory.integrations.langchain` — ``TurnMemoryMiddleware`` for LangChain v1
   ``create_agent`` (``pip install 'turnmemory[langchain]'``);
-- :mod:`turnmemory.integrations.pydantic_ai` — ``TurnMemoryProcessor``, a pydantic-ai history
-  processor (``pip install 'turnmemory[pydantic-ai]'``);
+- :mod:`turnmemory.integrations.pydantic_ai` — ``turn_memory()``, the pydantic-ai ``ProcessHistory``
+  capability around ``TurnMemoryProcessor`` (``pip install 'turnmemory[pydantic-ai]'``);
 - :mod:`turnmemory.integrations.openai_agents` — ``TurnMemoryInputFilter``, a
   ``call_model_input_filter`` for the OpenAI Agents SDK (``pip install 'turnmemory[agents]'``).
 """
