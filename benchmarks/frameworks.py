@@ -154,15 +154,21 @@ def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("paths", nargs="*", type=Path, default=[DATA])
+    parser.add_argument("paths", nargs="*", type=Path)
     parser.add_argument("--repeat", type=int, default=3, help="runs; each call's time is its best run")
     args = parser.parse_args()
+    if not args.paths and not DATA.is_dir():
+        print(f"frameworks: the shared sessions are not at {DATA}; nothing to compare")
+        return
     missing = [str(p) for p in args.paths if not p.exists()]
     if missing:
         sys.exit(f"frameworks: not found: {', '.join(missing)}")
-    paths = sorted(discover([str(p) for p in args.paths]))
+    paths = sorted(discover([str(p) for p in args.paths or [DATA]]))
     runs = [measure(paths) for _ in range(args.repeat)]
     sessions, requests, tokens, _ = runs[0]
+    if not requests:
+        print("frameworks: no session with two user turns was found; nothing to compare")
+        return
     times = {
         name: [min(samples) for samples in zip(*(run[3][name] for run in runs), strict=True)]
         for name in STRATEGIES
