@@ -209,3 +209,10 @@ def test_async_agent_sees_the_same_requests(tmp_path: Path) -> None:
 
     asyncio.run(run())
     assert [_plain(m) for m in model.seen] == [_plain(m) for m in sync_seen]
+
+
+def test_compact_id_style(tmp_path: Path) -> None:
+    seen, _, _ = _run(tmp_path, id_style="compact")
+    ids = [call[0] for call in _plain(seen[3])[1]["calls"]]
+    assert len(ids) == 3 and all(len(i) == 9 and i.isalnum() for i in ids)
+    assert {m["tool"] for m in _plain(seen[3]) if "tool" in m} == set(ids)

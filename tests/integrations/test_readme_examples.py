@@ -52,6 +52,8 @@ def _run(code: str, server: FakeProviderServer, cwd: Path) -> subprocess.Complet
 def test_the_section_has_one_example_per_framework_and_one_for_plain_lists() -> None:
     examples = _examples()
     assert len(examples) == 4
+    for number, example in enumerate(examples):
+        compile(example, f"README Frameworks example {number}", "exec")  # at least valid Python everywhere
     for example, module in zip(
         examples, ("integrations import", "langchain", "pydantic_ai", "openai_agents"), strict=True
     ):
