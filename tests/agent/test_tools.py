@@ -14,6 +14,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from turnmemory.agent.permissions import Access
 from turnmemory.agent.tools import ToolContext, ToolError, ToolRegistry, builtin_tools
@@ -68,6 +70,38 @@ def test_read_file_is_size_limited(ctx: ToolContext) -> None:
     assert out["truncated"] is True
     assert 0 < out["lines_read"] < 5000
     assert out["next_offset"] == out["lines_read"] + 1
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    lines=st.lists(st.text(alphabet="ab\r\u00e9", max_size=5), max_size=12),
+    final_newline=st.booleans(),
+    offset=st.integers(1, 14),
+    limit=st.integers(1, 14),
+)
+def test_read_file_pages_like_splitting_the_text(
+    tmp_path_factory: pytest.TempPathFactory, lines: list[str], final_newline: bool, offset: int, limit: int
+) -> None:
+    """Any page of any file: the lines a plain split gives, numbered, with the right total and next page."""
+    text = "\n".join(lines) + ("\n" if final_newline and lines else "")
+    workspace = tmp_path_factory.mktemp("page")
+    (workspace / "f.txt").write_bytes(text.encode())
+    ctx = ToolContext(workspace=str(workspace), spill_dir=str(workspace / ".spill"))
+    expected = text.encode().split(b"\n")
+    if expected[-1] == b"":
+        expected.pop()
+    if offset > max(len(expected), 1):
+        with pytest.raises(ToolError, match=f"offset {offset} is past the end of f.txt"):
+            run(ctx, "read_file", path="f.txt", offset=offset, limit=limit)
+        return
+    out = run(ctx, "read_file", path="f.txt", offset=offset, limit=limit)
+    page = expected[offset - 1 : offset - 1 + limit]
+    assert out["content"] == "\n".join(
+        f"{offset + i:6}\t{line.decode().rstrip(chr(13))}" for i, line in enumerate(page)
+    )
+    assert out["total_lines"] == len(expected)
+    assert out["truncated"] == (offset - 1 + limit < len(expected))
+    assert out.get("next_offset") == (offset + limit if out["truncated"] else None)
 
 
 def test_read_file_refuses_binary_and_reports_missing_and_directories(ctx: ToolContext) -> None:

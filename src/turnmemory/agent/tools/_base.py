@@ -220,7 +220,9 @@ def iter_lines(handle: BinaryIO, max_bytes: int, more: Callable[[], bool]) -> It
             return
         *complete, tail = chunk.split(b"\n")
         for piece in complete:
-            if not skipping:
+            if not line and not skipping and len(piece) <= max_bytes:  # the common case, without copying
+                yield piece, False
+            elif not skipping:
                 room = max_bytes - len(line)
                 line += piece[:room]
                 yield bytes(line), len(piece) > room

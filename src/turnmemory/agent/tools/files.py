@@ -12,7 +12,7 @@ import os
 import stat
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from turnmemory.agent.permissions import Access
 from turnmemory.agent.tools._base import (
@@ -41,6 +41,7 @@ COUNT_BYTES = 16 * 1024 * 1024
 FILE_DEADLINE = 30.0
 """How long one file tool call may take."""
 _SNIFF_BYTES = 8192
+_CHUNK = 64 * 1024
 
 
 def _binary(shown: str, size: int) -> ToolError:
@@ -132,53 +133,82 @@ def _prepare_read(arguments: Mapping[str, Any], ctx: ToolContext) -> Action:
 
 def _read(path: str, shown: str, offset: int, limit: int) -> dict[str, Any]:
     deadline = Deadline(FILE_DEADLINE)
+
+    def more() -> bool:
+        deadline.check(f"reading {shown}")
+        return True
+
     numbered: list[str] = []
-    size = total = 0
-    truncated = stopped = False
+    size = 0
     with open_regular(path, shown) as handle:
         if b"\0" in handle.read(_SNIFF_BYTES):
             raise ToolError(
                 f"{shown} is a binary file ({os.fstat(handle.fileno()).st_size} bytes); read_file reads text only"
             )
         handle.seek(0)
-        counting_from: int | None = None
-
-        def more() -> bool:
-            """Go on until the deadline, and once the lines are read, only :data:`COUNT_BYTES` further."""
-            nonlocal stopped
-            deadline.check(f"reading {shown}")
-            stopped = counting_from is not None and handle.tell() - counting_from > COUNT_BYTES
-            return not stopped
-
-        for total, (raw, cut) in enumerate(iter_lines(handle, MAX_LINE_CHARS * 4, more), start=1):
-            if total < offset or truncated:
-                continue
-            line = raw.decode("utf-8", "replace").rstrip("\r")
-            if cut or len(line) > MAX_LINE_CHARS:
-                line = line[:MAX_LINE_CHARS] + " [line truncated]"
-            entry = f"{total:6}\t{line}"
-            size += len(entry.encode("utf-8")) + 1
-            if len(numbered) >= limit or (size > MAX_READ_BYTES and numbered):
-                truncated, counting_from = True, handle.tell()
-                continue
-            numbered.append(entry)
-            if len(numbered) == limit:
-                counting_from = handle.tell()
-    if not stopped and offset > max(total, 1):
+        if _seek_line(handle, offset, more):
+            lines = iter_lines(handle, MAX_LINE_CHARS * 4, more)
+            for number, (raw, cut) in enumerate(lines, start=offset):
+                line = raw.decode("utf-8", "replace").rstrip("\r")
+                if cut or len(line) > MAX_LINE_CHARS:
+                    line = line[:MAX_LINE_CHARS] + " [line truncated]"
+                entry = f"{number:6}\t{line}"
+                size += len(entry.encode("utf-8")) + 1
+                if size > MAX_READ_BYTES and numbered:
+                    break
+                numbered.append(entry)
+                if len(numbered) == limit:
+                    break
+        total = _count_lines(handle, handle.tell() + COUNT_BYTES, more)
+    if total is not None and offset > max(total, 1):
         raise ToolError(f"offset {offset} is past the end of {shown} ({total} lines)")
-    truncated = truncated or stopped
+    truncated = total is None or total > offset + len(numbered) - 1
     output: dict[str, Any] = {
         "path": path,
         "content": "\n".join(numbered),
         "offset": offset,
         "lines_read": len(numbered),
     }
-    if not stopped:
+    if total is not None:
         output["total_lines"] = total
     output["truncated"] = truncated
     if truncated:
         output["next_offset"] = offset + len(numbered)
     return output
+
+
+def _seek_line(handle: BinaryIO, number: int, more: Callable[[], bool]) -> bool:
+    """Move to the start of line ``number`` (1-based); ``False`` when the file has fewer lines."""
+    position, newlines = 0, number - 1
+    while newlines and more():
+        chunk = handle.read(_CHUNK)
+        if not chunk:
+            return False
+        found = chunk.count(b"\n")
+        if found >= newlines:
+            at = -1
+            for _ in range(newlines):
+                at = chunk.index(b"\n", at + 1)
+            handle.seek(position + at + 1)
+            return True
+        newlines -= found
+        position += len(chunk)
+    return True
+
+
+def _count_lines(handle: BinaryIO, end: int, more: Callable[[], bool]) -> int | None:
+    """The file's number of lines, or ``None`` when it goes on past byte ``end``."""
+    handle.seek(0)
+    position = newlines = 0
+    last = b""
+    while more() and position <= end:
+        chunk = handle.read(_CHUNK)
+        if not chunk:
+            return newlines + (1 if last not in (b"", b"\n") else 0)
+        position += len(chunk)
+        newlines += chunk.count(b"\n")
+        last = chunk[-1:]
+    return None
 
 
 READ_FILE = Tool(
