@@ -60,3 +60,44 @@ def test_no_secret_of_the_corpus_survives_a_session(
     ]
     assert leaks == []
     assert "[REDACTED]" in next_request and "[REDACTED]" in shown
+
+
+def test_previews_of_real_tool_output_keep_no_secret(
+    cli: Run, server: FakeProviderServer, workspace: Path, data_dir: Path
+) -> None:
+    shapes = {shape.name: shape for shape in CORPUS}
+    pem = shapes["pem block"]
+    body_lines = [line for line in pem.text.splitlines() if "-----" not in line]
+    (workspace / "server.pem").write_text(pem.text + "\n")
+    password = shapes["json password in a command"].secrets[0]
+    (workspace / "creds.json").write_text(f'{{"user": "bob", "password": "{password}"}}\n')
+    server.push(
+        Reply(
+            text="Looking.",
+            tool_calls=[
+                ToolCall("grep", {"pattern": "[A-Za-z0-9+/]{60}"}),
+                ToolCall("bash", {"command": "cat creds.json; tail -n 3 server.pem"}),
+                ToolCall("bash", {"command": f"printf '%s' '{body_lines[0]}' >&2; exit 2"}),
+            ],
+        ),
+        Reply(text="Found them."),
+    )
+    done = cli(
+        "run",
+        "--provider",
+        "openai_chat",
+        "--base-url",
+        server.base_url("openai_chat"),
+        "--allow",
+        "all",
+        "look",
+    )
+    within_turn = body_text(server.requests[1].body)
+    assert body_lines[1] in within_turn and password in within_turn, "the model saw the real outputs"
+    stored = b"".join(path.read_bytes() for path in sorted(data_dir.glob("sessions.sqlite3*")))
+    session = next(line.split()[1] for line in done.stderr.splitlines() if line.startswith("session "))
+    shown = cli("show", session).stdout
+    assert b"[REDACTED]" in stored, "the previews are stored, redacted"
+    for secret in [*body_lines, password]:
+        assert secret.encode() not in stored
+        assert secret not in shown
