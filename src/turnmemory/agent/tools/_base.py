@@ -28,6 +28,7 @@ from turnmemory.agent.permissions import Access, resolve_path
 from turnmemory.agent.sandbox import Sandbox
 
 __all__ = [
+    "READ_CHUNK",
     "Action",
     "Authorizer",
     "Deadline",
@@ -41,7 +42,8 @@ __all__ = [
     "refuse_special",
 ]
 
-_CHUNK = 64 * 1024
+READ_CHUNK = 64 * 1024
+"""How much a tool reads from a file at a time."""
 
 
 class ToolError(Exception):
@@ -213,7 +215,7 @@ def iter_lines(handle: BinaryIO, max_bytes: int, more: Callable[[], bool]) -> It
     line = bytearray()
     skipping = False
     while more():
-        chunk = handle.read(_CHUNK)
+        chunk = handle.read(READ_CHUNK)
         if not chunk:
             if line and not skipping:
                 yield bytes(line), False

@@ -1,8 +1,12 @@
 """``read_file``, ``write_file`` and ``edit_file``.
 
 Paths are resolved against the workspace with symlinks and ``..`` followed, so the access a call asks
-for names the file it will really touch. Writes and edits report ``file_changed`` (the absolute path)
-only when the file's content changed.
+for names the file it will really touch. A write or edit outside the workspace reads nothing before
+its access is granted (its action is staged: the file's content, the checks on it and the diff come
+after the grant), so a denied call tells the model nothing about the file. Only regular files are
+read or written: FIFOs, devices and sockets are refused without being opened for long, files are
+opened without following a symlink swapped in, and reading is bounded in memory and time. Writes and
+edits report ``file_changed`` (the absolute path) only when the file's content changed.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from typing import Any, BinaryIO
 
 from turnmemory.agent.permissions import Access
 from turnmemory.agent.tools._base import (
+    READ_CHUNK,
     Action,
     Deadline,
     Tool,
@@ -41,11 +46,6 @@ COUNT_BYTES = 16 * 1024 * 1024
 FILE_DEADLINE = 30.0
 """How long one file tool call may take."""
 _SNIFF_BYTES = 8192
-_CHUNK = 64 * 1024
-
-
-def _binary(shown: str, size: int) -> ToolError:
-    return ToolError(f"{shown} is a binary file ({size} bytes); only text files can be read or edited")
 
 
 def _read_text(path: str, shown: str) -> str:
@@ -60,7 +60,9 @@ def _read_text(path: str, shown: str) -> str:
     if len(data) > MAX_EDIT_BYTES:
         raise ToolError(f"{shown} grew past {MAX_EDIT_BYTES} bytes while it was read")
     if b"\0" in data[:_SNIFF_BYTES]:
-        raise _binary(shown, len(data))
+        raise ToolError(
+            f"{shown} is a binary file ({len(data)} bytes); only text files can be read or edited"
+        )
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as error:
@@ -181,7 +183,7 @@ def _seek_line(handle: BinaryIO, number: int, more: Callable[[], bool]) -> bool:
     """Move to the start of line ``number`` (1-based); ``False`` when the file has fewer lines."""
     position, newlines = 0, number - 1
     while newlines and more():
-        chunk = handle.read(_CHUNK)
+        chunk = handle.read(READ_CHUNK)
         if not chunk:
             return False
         found = chunk.count(b"\n")
@@ -202,7 +204,7 @@ def _count_lines(handle: BinaryIO, end: int, more: Callable[[], bool]) -> int | 
     position = newlines = 0
     last = b""
     while more() and position <= end:
-        chunk = handle.read(_CHUNK)
+        chunk = handle.read(READ_CHUNK)
         if not chunk:
             return newlines + (1 if last not in (b"", b"\n") else 0)
         position += len(chunk)
