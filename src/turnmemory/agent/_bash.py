@@ -123,10 +123,9 @@ _NOT_PLAIN: dict[str, str] = {
 
 @dataclass(frozen=True, slots=True)
 class SimpleCommand:
-    """One simple command: its words after quote removal, and what feeds its standard input."""
+    """One simple command: its words after quote removal."""
 
     words: tuple[str, ...]
-    stdin_fed: bool = False
 
     @property
     def text(self) -> str:
@@ -375,7 +374,7 @@ class _PlainBuilder:
             raise _NotPlain("a command without a program name")
         if fed and program_name(words[0]) in INTERPRETERS and code_source(words)[0] == "stdin":
             raise _NotPlain(f"code fed to the interpreter {words[0]} through its standard input")
-        self.commands.append(SimpleCommand(tuple(words), stdin_fed=fed))
+        self.commands.append(SimpleCommand(tuple(words)))
         self._last = (node, redirects, piped)
 
     def file_redirect(self, node: Node, words: list[str]) -> bool:
@@ -395,6 +394,8 @@ class _PlainBuilder:
         if not (operator in _DUP_OPERATORS and re.fullmatch(r"\d+-?|-", target)):
             if any(ch in "*?[" for ch in target):
                 raise _NotPlain("a redirection target with wildcards")
+            if target.startswith("~") and not target.startswith("~/") and target != "~":
+                raise _NotPlain("a redirection target under another directory's tilde (~user, ~-, ~+)")
             self.targets.append(target)
         words.extend(_plain_word(extra) for extra in destinations[1:])
         return operator.startswith("<") and operator not in ("<&",)
