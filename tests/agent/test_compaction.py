@@ -219,6 +219,8 @@ def test_a_compacted_session_resumed_in_a_new_process_sends_what_the_live_one_se
     assert MARKER in json.dumps(resumed)
     if compacts:
         assert "compacted the session" in done.stderr
+    shown = cli("show", live.session_id).stdout
+    assert "[compaction: " in shown and "earlier turns summarized" in shown
 
 
 def test_run_says_when_the_reducer_clears_tool_results(

@@ -59,6 +59,12 @@ def session_lines(loaded: LoadedSession) -> list[str]:
             lines.append(
                 f"[pending state dropped ({data.get('reason', '')}); its memory: {_compact(memory)}]"
             )
+        elif event.kind == "compaction":
+            done = "summarized" if data.get("mode") == "summary" else "dropped"
+            lines.append("")
+            lines.append(
+                f"[compaction: {data.get('turns')} earlier turns {done}, ~{data.get('freed')} tokens freed]"
+            )
     return lines
 
 
