@@ -17,6 +17,7 @@ import argparse
 import difflib
 import gc
 import json
+import statistics
 import sys
 import time
 from collections.abc import Callable
@@ -27,8 +28,7 @@ sys.path.insert(0, str(ROOT))
 
 from tests.secrets_corpus import CORPUS  # noqa: E402
 
-from turnmemory import redaction  # noqa: E402
-from turnmemory._text import bound_text  # noqa: E402
+from turnmemory import _text, redaction  # noqa: E402
 from turnmemory.retention import DEFAULT_RULES, retain  # noqa: E402
 from turnmemory.transcripts import ToolCall, discover, load_session  # noqa: E402
 
@@ -77,18 +77,6 @@ def replaced(raw: str, redacted: str) -> list[tuple[str, str]]:
     ]
 
 
-def per_call(fn: Callable[[], object], calls: int, repeat: int = 5) -> float:
-    """Best mean seconds per call of ``fn`` (which makes ``calls`` calls)."""
-    best = float("inf")
-    for _ in range(repeat):
-        gc.disable()
-        start = time.perf_counter()
-        fn()
-        best = min(best, (time.perf_counter() - start) / calls)
-        gc.enable()
-    return best
-
-
 def main() -> None:
     """Print the three measurements."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -119,32 +107,59 @@ def main() -> None:
             for before, removed in replaced(raw, redacted):
                 print(f"  - `...{before}` `{removed}` -> `[REDACTED]`")
 
-    inputs = [call.arguments for _, call, _ in calls]
-    unique = sorted(set(targets))
+    cost_table(calls)
 
-    def redact_all() -> None:
-        for text in unique:
-            redaction._redact(text)
 
-    def bound_all() -> None:
-        for text in targets:
-            bound_text(text)
+def cost_table(calls: list[tuple[str, ToolCall, str]]) -> None:
+    """Per real tool call, first sight (memo caches cleared): ``retain`` with and without the redactor,
+    and ``redact`` of the raw target alone, against one ``json.dumps`` of the call's input."""
+    inputs = [(call.name, call.arguments) for _, call, _ in calls]
+    targets = [raw for _, _, raw in calls]
 
-    def dumps_all() -> None:
-        for arguments in inputs:
-            json.dumps(arguments)
+    def clear() -> None:
+        redaction._redact_short.cache_clear()
+        _text._bound_short.cache_clear()
 
-    redact_cost = per_call(redact_all, len(unique))
-    bound_cost = per_call(bound_all, len(targets))
-    dumps_cost = per_call(dumps_all, len(inputs))
+    def timed(fn: Callable[[int], object]) -> list[float]:
+        best = [float("inf")] * len(calls)
+        for _ in range(5):
+            clear()
+            gc.disable()
+            for index in range(len(calls)):
+                start = time.perf_counter()
+                fn(index)
+                best[index] = min(best[index], time.perf_counter() - start)
+            gc.enable()
+        return best
+
+    dumps = timed(lambda i: json.dumps(inputs[i][1]))
+    redact = timed(lambda i: redaction._redact(targets[i]))
+    retained = timed(lambda i: retain(0, inputs[i][0], inputs[i][1], output={"exit_code": 1}))
+    original = redaction._redact
+    redaction._redact = lambda text: text  # type: ignore[assignment]
+    try:
+        bare = timed(lambda i: retain(0, inputs[i][0], inputs[i][1], output={"exit_code": 1}))
+    finally:
+        redaction._redact = original  # type: ignore[assignment]
     print()
-    print("| operation (per target) | time | json.dumps(input) | ratio |")
-    print("|---|---:|---:|---:|")
-    for label, cost in (
-        ("redact, first sight (not memoized)", redact_cost),
-        ("bound_text as retention calls it (memoized)", bound_cost),
+    print(f"cost per real tool call ({len(calls)} calls, caches cleared; median and mean):")
+    print()
+    print("| per tool call | median | vs json.dumps | mean | vs json.dumps |")
+    print("|---|---:|---:|---:|---:|")
+    base_median, base_mean = statistics.median(dumps), statistics.fmean(dumps)
+    for label, values in (
+        ("json.dumps(input)", dumps),
+        ("retain, redactor off", bare),
+        ("retain (the redactor on every retained string)", retained),
+        ("redact(target) alone", redact),
     ):
-        print(f"| {label} | {cost * 1e6:.2f} µs | {dumps_cost * 1e6:.2f} µs | {cost / dumps_cost:.2f}x |")
+        median, mean = statistics.median(values), statistics.fmean(values)
+        print(
+            f"| {label} | {median * 1e6:.1f} µs | {median / base_median:.1f}x "
+            f"| {mean * 1e6:.1f} µs | {mean / base_mean:.1f}x |"
+        )
+    share = 1 - statistics.fmean(bare) / statistics.fmean(retained)
+    print(f"\nthe redactor's share of retain (mean): {share:.0%}")
 
 
 if __name__ == "__main__":

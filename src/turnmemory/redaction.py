@@ -51,12 +51,14 @@ class SecretRule:
     Every match of ``pattern`` is redacted: its ``secret`` group when the pattern has one (quotes
     around the value are kept), else the whole match. ``hints`` are lower-case literals of which
     every match contains at least one; the rule is skipped when none occurs in the text (empty:
-    the rule always runs). ``check`` (built-in rules) accepts or rejects a match given the value.
+    the rule always runs). ``anchors``: characters of which every match contains one (another cheap
+    skip). ``check`` (built-in rules) accepts or rejects a match given the text.
     """
 
     pattern: re.Pattern[str]
     hints: tuple[str, ...] = ()
     check: Check | None = None
+    anchors: str = ""
 
 
 # -- value tests ----------------------------------------------------------------------------------
@@ -234,8 +236,10 @@ def _htpasswd_batch(match: re.Match[str], text: str) -> bool:
     return "b" in match.group("flags") and not _is_placeholder(_value_of(match))
 
 
-def _rule(pattern: str, hints: Iterable[str] = (), check: Check | None = None) -> SecretRule:
-    return SecretRule(re.compile(pattern), tuple(hints), check)
+def _rule(
+    pattern: str, hints: Iterable[str] = (), check: Check | None = None, anchors: str = ""
+) -> SecretRule:
+    return SecretRule(re.compile(pattern), tuple(hints), check, anchors)
 
 
 _I = "(?i)"
@@ -292,6 +296,12 @@ _VENDOR_SHAPES = (
     r"eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*",  # JWT
 )
 
+_VENDOR = _rule("|".join(_VENDOR_SHAPES))
+# A random-looking base64 run: a PEM body line, an AWS secret key, an unknown vendor's token.
+_BLOB = _rule(
+    r"(?<![A-Za-z0-9+/_-])(?P<secret>[A-Za-z0-9+/_-]{32,}={0,2})(?![A-Za-z0-9+/=_-])", (), _blob_value
+)
+
 _BUILTIN: tuple[SecretRule, ...] = (
     # PEM private keys, the whole block (or to the end when its END line is missing).
     _rule(
@@ -312,9 +322,12 @@ _BUILTIN: tuple[SecretRule, ...] = (
         r"(?<![A-Za-z0-9_.-])(?P<name>[A-Za-z0-9_.-]+)(?:\\?[\"'])?\s*(?::=|=>|=|:)\s*(?=" + _VALUE + ")",
         _KEYWORD_HINTS,
         _named,
+        anchors="=:",
     ),
     # Flags: --password X, --db-password=X, -storepass X, -passout pass:X.
-    _rule(r"(?<![\w-])--?(?P<name>[A-Za-z0-9_.-]+)(?:=|\s+(?!-))(?=" + _VALUE + ")", _KEYWORD_HINTS, _named),
+    _rule(
+        r"(?<![\w-])--?(?P<name>[A-Za-z0-9_.-]+)(?:=|\s+(?!-))(?=" + _VALUE + ")", _KEYWORD_HINTS, _named, "-"
+    ),
     # URL user-info (also after a path normalizer made ``://`` into ``:/``).
     _rule(_I + r"\b[a-z][a-z0-9+.-]*:/{1,3}(?P<secret>[^\s/@:'\"]*:[^\s/@'\"]*)@", ["@"]),
     _rule(_I + r"\b[a-z][a-z0-9+.-]*:/{1,3}(?P<secret>[^\s/@:'\"]{16,})@", ["@"], _random_value),
@@ -366,41 +379,20 @@ _BUILTIN: tuple[SecretRule, ...] = (
     _rule(_I + r"webhook\.office\.com/webhookb2/(?P<secret>[^\s'\"?#]+)", ["webhook.office"]),
     _rule(_I + r"hooks\.zapier\.com/hooks/catch/(?P<secret>[^\s'\"?#]+)", ["zapier"]),
     _rule(r"(?P<secret>[0-9]{5,16}:A[A-Za-z0-9_-]{33,})", [":a"]),  # Telegram bot tokens
-    # Vendor token shapes (one combined pattern, below), and those that need a test of the value.
-    _rule("|".join(_VENDOR_SHAPES)),
+    # Vendor token shapes (``_VENDOR_SHAPES`` in one pattern), and those that need a test of the value.
+    _VENDOR,
     _rule(r"(?P<secret>sk-[A-Za-z0-9]{32,})", ["sk-"], _sk_value),  # OpenAI legacy, DeepSeek and alike
     _rule(r"(?P<secret>hf_[A-Za-z0-9]{30,})", ["hf_"], _token_body),  # Hugging Face
     _rule(r"(?<![A-Za-z0-9])SK[0-9a-fA-F]{32}(?![0-9a-fA-F])", ["sk"]),  # Twilio API keys
     _rule(r"(?<![A-Za-z0-9])key-[0-9a-f]{32}", ["key-"]),  # Mailgun
     _rule(r"[a-z0-9]{14}\.atlasv1\.[A-Za-z0-9_=-]{40,}", ["atlasv1"]),  # Terraform Cloud
-    # A random-looking base64 run: a PEM body line, an AWS secret key, an unknown vendor's token.
-    _rule(r"(?<![A-Za-z0-9+/_-])(?P<secret>[A-Za-z0-9+/_-]{32,}={0,2})(?![A-Za-z0-9+/=_-])", (), _blob_value),
+    _BLOB,
 )
 
 _active: tuple[SecretRule, ...] = _BUILTIN
 
 
-@dataclass(frozen=True, slots=True)
-class _HintFinder:
-    """Which hints occur in a text, in one scan: the longest at each position, then its prefixes."""
-
-    pattern: re.Pattern[str]
-    prefixes: dict[str, tuple[str, ...]]
-
-    @classmethod
-    def of(cls, rules: Iterable[SecretRule]) -> _HintFinder:
-        hints = sorted({hint for rule in rules for hint in rule.hints}, key=len, reverse=True)
-        pattern = re.compile("(?=(" + "|".join(map(re.escape, hints)) + "))") if hints else re.compile("(?!)")
-        return cls(pattern, {hint: tuple(h for h in hints if hint.startswith(h)) for hint in hints})
-
-    def present(self, lowered: str) -> set[str]:
-        found: set[str] = set()
-        for hint in set(self.pattern.findall(lowered)):
-            found.update(self.prefixes[hint])
-        return found
-
-
-_hints = _HintFinder.of(_BUILTIN)
+_hints: tuple[str, ...] = tuple(sorted({hint for rule in _BUILTIN for hint in rule.hints}))
 _generation = 0
 
 
@@ -418,7 +410,7 @@ def register(pattern: str | re.Pattern[str] | SecretRule, *, hints: Iterable[str
         compiled = re.compile(pattern) if isinstance(pattern, str) else pattern
         rule = SecretRule(compiled, tuple(hint.lower() for hint in hints))
     _active = (*_active, rule)
-    _hints = _HintFinder.of(_active)
+    _hints = tuple(sorted({hint for known in _active for hint in known.hints}))
     _generation += 1
     _redact_short.cache_clear()
     return rule
@@ -462,7 +454,9 @@ def _view(text: str) -> tuple[str, list[int] | None, list[int] | None]:
 
     ``None`` maps mean the view is ``text`` itself.
     """
-    if _SPECIAL.search(text) is None:
+    if (text.isascii() and text.isprintable() and "%" not in text and "\\" not in text) or (
+        _SPECIAL.search(text) is None
+    ):
         return text, None, None
     parts: list[str] = []
     starts: list[int] = []
@@ -494,19 +488,23 @@ def _view(text: str) -> tuple[str, list[int] | None, list[int] | None]:
 
 # -- redaction ------------------------------------------------------------------------------------
 
-_HINT_FREE_SCAN = re.compile(r"[A-Za-z0-9+/_-]{32}")  # the cheap pre-check of the blob rule
+# Every vendor shape and every blob holds a run this long of these characters: the cheap pre-check
+# of the two rules without hints.
+_TOKEN_RUN = re.compile(r"[A-Za-z0-9_.+/=-]{15}")
 
 
 def _spans(view: str) -> list[tuple[int, int]]:
     lowered = view.lower()
-    present = _hints.present(lowered)
-    blob_possible = _HINT_FREE_SCAN.search(view) is not None
+    present = {hint for hint in _hints if hint in lowered}
+    tokens_possible = _TOKEN_RUN.search(view) is not None
     found: list[tuple[int, int]] = []
     for rule in _active:
         if rule.hints:
             if present.isdisjoint(rule.hints):
                 continue
-        elif rule.check is _blob_value and not blob_possible:
+        elif (rule is _VENDOR or rule is _BLOB) and not tokens_possible:
+            continue
+        if rule.anchors and not any(anchor in view for anchor in rule.anchors):
             continue
         for match in rule.pattern.finditer(view):
             if rule.check is not None and not rule.check(match, view):

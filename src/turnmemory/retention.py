@@ -206,9 +206,10 @@ def retain(
             if isinstance(code, int) and not isinstance(code, bool) and code != 0:
                 exit_code = code
                 command = output.get("failed_command")
-                if not (isinstance(command, str) and command.strip()):
-                    command = raw_target
-                failed_command = bound_text(command) if command else None
+                if isinstance(command, str) and command.strip():
+                    failed_command = bound_text(command)
+                else:
+                    failed_command = target
     return ToolActivity(
         text_offset=text_offset,
         tool=tool,
