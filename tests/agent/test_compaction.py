@@ -339,3 +339,32 @@ def test_the_store_replays_compactions_in_order(data_dir: Path) -> None:
     assert [m.content for m in loaded.messages] == [f"{MARKER}: b]", "u3"]
     db = sqlite3.connect(data_dir / "sessions.sqlite3")
     assert db.execute("SELECT COUNT(*) FROM events WHERE kind = 'compaction'").fetchone() == (2,)
+
+
+def test_the_repl_compacts_on_request_and_shows_reductions(
+    server: FakeProviderServer, open_agent: Callable[..., Agent]
+) -> None:
+    import io
+
+    from prompt_toolkit import PromptSession
+    from prompt_toolkit.input import DummyInput
+    from prompt_toolkit.output import DummyOutput
+    from rich.console import Console
+
+    from turnmemory.agent.repl import Repl, ReplView
+    from turnmemory.llm import Event
+
+    agent = open_agent("anthropic")
+    screen = io.StringIO()
+    console = Console(file=screen, width=200, color_system=None)
+    view = ReplView(console, agent.workspace)
+    agent.view = view
+    repl = Repl(agent, console, view, PromptSession(input=DummyInput(), output=DummyOutput()))
+    for n in range(2):
+        turn(agent, server, n)
+    server.push(Reply(text="Two steps so far."))
+    assert repl.command("/help") and repl.command("/compact")
+    view.event(Event("reduced", text="cleared 3 tool results (~1200 tokens) to fit the context window"), None)
+    out = screen.getvalue()
+    assert "/compact" in out and "compacted the session: 1 earlier turn summarized" in out
+    assert "cleared 3 tool results (~1200 tokens)" in out
