@@ -7,11 +7,15 @@ no matplotlib.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from turnmemory.analysis._report import LABELS, Report, SessionReport, compact_number
 from turnmemory.analysis._strategies import STRATEGIES
 
-__all__ = ["MAX_PANELS", "plot_report"]
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+__all__ = ["MAX_PANELS", "draw_report", "plot_report"]
 
 MAX_PANELS = 6
 """At most this many sessions are drawn: the multi-turn sessions whose full trace carries the most."""
@@ -32,8 +36,22 @@ _TITLE_CHARS = 30
 def plot_report(report: Report, path: Path, *, names: bool = True) -> int:
     """Draw the multi-turn sessions of ``report`` to the image ``path``; the number of panels drawn.
 
-    With ``names=False`` panels are titled by format and size only, not by file name. The layout is
-    constrained, so titles, labels and the legend stay inside the canvas whatever the panel count.
+    With ``names=False`` panels are titled by format and size only, not by file name.
+    """
+    import matplotlib.pyplot as plt
+
+    figure = draw_report(report, names=names)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    figure.savefig(path, dpi=110)
+    plt.close(figure)
+    return len(_chosen(report.sessions))
+
+
+def draw_report(report: Report, *, names: bool = True) -> Figure:
+    """The figure :func:`plot_report` saves (the caller closes it).
+
+    The layout is constrained, so titles, labels and the legend stay inside the canvas whatever the
+    panel count and the file names.
     """
     import matplotlib
 
@@ -96,10 +114,7 @@ def plot_report(report: Report, path: Path, *, names: bool = True) -> int:
             frameon=False,
         )
     figure.suptitle("History carried into each user turn, by strategy", fontsize=11)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    figure.savefig(path, dpi=110)
-    plt.close(figure)
-    return len(chosen)
+    return figure
 
 
 def _chosen(sessions: tuple[SessionReport, ...]) -> list[SessionReport]:

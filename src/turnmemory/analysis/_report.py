@@ -183,7 +183,7 @@ LEGEND = (
     "carried  history that the first request of each later user turn carries, summed",
     "peak     the largest of those requests",
     "cost     input cost of all requests with prompt caching, in uncached-input units",
-    "         (a cache read costs 0.1, a cache write 1.25); vs full: share of full trace",
+    "         (cache read 0.1, cache write 1.25); vs full: share of the full trace",
     "Strategies and method: docs/analysis.md",
 )
 """What the columns mean, one line each (every line fits 80 columns)."""

@@ -159,6 +159,7 @@ def analyze_files(paths: list[Path], meter: Meter, *, progress: bool | None = No
     show = progress if progress is not None else (sys.stderr.isatty() or len(files) >= _PROGRESS_MIN_SESSIONS)
     reports: list[SessionReport] = []
     problems: list[str] = []
+    unreadable = 0
     notes: list[str] = []
     for path, fmt in _progress(files, show):
         try:
@@ -168,6 +169,7 @@ def analyze_files(paths: list[Path], meter: Meter, *, progress: bool | None = No
             notes.append(f"skipped: {path}: {error}" if path.name not in str(error) else f"skipped: {error}")
             continue
         problems.extend(session.problems)
+        unreadable += session.unreadable
         if session.lines and session.unreadable:
             share = session.unreadable / session.lines
             read = f"{session.lines - session.unreadable:,} of {session.lines:,} lines readable"
@@ -179,9 +181,7 @@ def analyze_files(paths: list[Path], meter: Meter, *, progress: bool | None = No
         reports.append(analyze_session(session, meter))
     for line in problems[:_MAX_PROBLEM_LINES]:
         _warn(f"unreadable: {line}")
-    hidden = sum(report.skipped.get("malformed", 0) for report in reports) - min(
-        len(problems), _MAX_PROBLEM_LINES
-    )
+    hidden = unreadable - min(len(problems), _MAX_PROBLEM_LINES)
     if hidden > 0:
         _warn(f"... and {hidden:,} more unreadable lines or records")
     for note in notes:

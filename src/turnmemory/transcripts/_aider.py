@@ -9,7 +9,8 @@ fenced blocks after the file name, and aider applies them once the reply is comp
 recovers them as activity:
 
 - each edit block becomes an ``edit_file`` call on its file, placed where the block stood in the
-  prose; aider's ``Applied edit to PATH`` line after the reply is its result (``file_changed``);
+  prose; aider's ``Applied edit to PATH`` line after the reply is its result (``file_changed``), and
+  a block the reply was interrupted in (no closing marker) is a failed call;
 - ``> Running CMD`` (a shell command the model proposed and the user accepted) becomes a ``bash``
   call whose result is the quoted output that follows; a user's ``/run``/``/test`` command does too,
   at the start of its turn. aider does not log exit codes, so none is recovered.
@@ -86,6 +87,7 @@ class _Reader:
         self.calls = 0
         self.block: list[str] | None = None  # the lines of an open fenced block
         self.fence = ""
+        self.cut_off: set[str] = set()  # edit blocks the reply was interrupted in
 
     def call_id(self) -> str:
         self.calls += 1
@@ -134,10 +136,8 @@ class _Reader:
     def close_block(self) -> None:
         lines, self.block = self.block or [], None
         body = [line.rstrip("\n") for line in lines[1:-1]]
-        if any(_SEARCH.match(line) for line in body) and any(_REPLACE_END.match(line) for line in body):
-            path = _block_file(body) or _file_before(self.reply.prose)
-        else:
-            path = _file_before(self.reply.prose)
+        searched = any(_SEARCH.match(line) for line in body)
+        path = (_block_file(body) if searched else None) or _file_before(self.reply.prose)
         if path is None:
             self.reply.prose.extend(lines)
             return
@@ -174,10 +174,15 @@ class _Reader:
             self.builder.add(part)
             if isinstance(part, ToolCall) and part.name == "edit_file":
                 path = str(part.arguments["path"])
-                changed = path in applied
-                outcome = {"file_changed": path} if changed else None
-                text = f"Applied edit to {path}" if changed else ""
-                self.builder.add(ToolResult(part.call_id, text, outcome=outcome))
+                if path in applied:
+                    result = ToolResult(
+                        part.call_id, f"Applied edit to {path}", outcome={"file_changed": path}
+                    )
+                elif part.call_id in self.cut_off:
+                    result = ToolResult(part.call_id, "the edit block was cut off", is_error=True)
+                else:
+                    result = ToolResult(part.call_id, "")
+                self.builder.add(result)
             elif isinstance(part, ToolCall):
                 self.builder.add(ToolResult(part.call_id, "\n".join(reply.quoted)))
         self._commands(reply.quoted)

@@ -165,7 +165,7 @@ def read_jsonl(path: Path, builder: SessionBuilder) -> Iterator[tuple[int, dict[
         for number, raw in read_lines(handle):
             if raw is None:
                 builder.lines += 1
-                builder.problem(number, f"line longer than {MAX_LINE_BYTES >> 20} MiB; skipped")
+                builder.problem(number, f"line longer than {MAX_LINE_BYTES:,} bytes; skipped")
                 continue
             if not raw.strip():
                 continue
