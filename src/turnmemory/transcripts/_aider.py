@@ -145,13 +145,12 @@ class _Reader:
         if prose and prose[-1].strip().strip("`*") == path:
             prose.pop()
         self.reply.flush_prose()
+        call_id = self.call_id()
+        if searched and not any(_REPLACE_END.match(line) for line in body):
+            self.cut_off.add(call_id)
         self.reply.parts.append(
             ToolCall(
-                self.call_id(),
-                "edit_file",
-                {"path": path},
-                source_name="edit_block",
-                source_input="".join(lines),
+                call_id, "edit_file", {"path": path}, source_name="edit_block", source_input="".join(lines)
             )
         )
 
