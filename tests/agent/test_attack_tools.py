@@ -63,6 +63,7 @@ def _hostile_repo(workspace: Path, outside: Path) -> None:
     (workspace / "README.md").write_text("Nothing to see here.\n")
     os.symlink(outside / "id_rsa", workspace / "key")
     os.symlink(os.path.join("..", "outside", "dir"), workspace / "linked")
+    os.symlink("/dev/zero", workspace / ".gitignore")  # read by a searcher that follows it: endless zeros
     if shutil.which("git"):
         subprocess.run(["git", "init", "-q", str(workspace)], check=True)
         subprocess.run(["git", "-C", str(workspace), "add", "-A"], check=True)
@@ -138,7 +139,10 @@ def test_search_tools_do_not_follow_links_out_through_the_cli(
     secret_grep, everything, listing = results[: len(walked)]
     assert secret_grep["count"] == 0 and secret_grep["matches"] == ""
     assert everything["matches"] == "README.md:1:Nothing to see here."
-    assert set(listing["files"]) <= {"README.md", "key", "linked"} and "README.md" in listing["files"]
+    assert (
+        set(listing["files"]) <= {".gitignore", "README.md", "key", "linked"}
+        and "README.md" in listing["files"]
+    )
     _one_line_refusals(results[len(walked) :], "permission denied: not allowed without asking: read (outside")
     for marker in (SECRET, OUTSIDE_NAME):
         assert leaked_into(marker, server, data_dir, done.stdout, done.stderr) == []
@@ -204,6 +208,19 @@ def test_git_listing_never_runs_the_repository_fsmonitor(workspace: Path, tmp_pa
     )
     assert list_files(str(workspace), Deadline(30)) == ["a.txt"]
     assert not pwned.exists()
+
+
+@pytest.mark.timeout(30)
+def test_a_fifo_gitignore_does_not_hang_the_listing(workspace: Path) -> None:
+    if shutil.which("git") is None:
+        pytest.skip("git is not installed")
+    (workspace / "sub").mkdir()
+    (workspace / "sub" / "b.txt").write_text("b\n")
+    (workspace / "sub" / "skip.log").write_text("ignored\n")
+    (workspace / ".gitignore").write_text("*.log\n")
+    subprocess.run(["git", "init", "-q", str(workspace)], check=True)
+    os.mkfifo(workspace / "sub" / ".gitignore")  # git blocks opening it: the walker lists instead
+    assert list_files(str(workspace), Deadline(4)) == [".gitignore", "sub/.gitignore", "sub/b.txt"]
 
 
 _NAMES = st.sampled_from(["a", "b", "c", "d"])
@@ -360,7 +377,8 @@ def test_a_granted_edit_of_a_device_or_fifo_is_refused_without_reading(
 
 @pytest.fixture
 def strange_files(workspace: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    """A workspace with a FIFO, a socket, links to devices, a 2 GiB one-line (sparse) file and a text file."""
+    """A workspace with FIFOs (one of them a ``.gitignore``), a socket, links to devices (one of them an
+    ``.ignore``), a 2 GiB one-line (sparse) file and a text file."""
     os.mkfifo(workspace / "pipe")
     monkeypatch.chdir(workspace)  # a socket path must be short: bind it relative to the workspace
     listener = socket.socket(socket.AF_UNIX)
@@ -371,6 +389,10 @@ def strange_files(workspace: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[
         handle.write(b"x" * 10_000)
         handle.truncate(HUGE)
     (workspace / "notes.txt").write_text("x marks the spot\n")
+    (workspace / "sub").mkdir()
+    os.mkfifo(workspace / "sub" / ".gitignore")  # ignore files a searcher would read: hang, or flood
+    os.mkfifo(workspace / ".rgignore")
+    os.symlink("/dev/zero", workspace / ".ignore")
     try:
         yield workspace
     finally:
@@ -481,6 +503,7 @@ def test_grep_stops_at_its_deadline_with_the_matches_so_far(tmp_path: Path) -> N
 @pytest.mark.timeout(30)
 def test_a_hung_ripgrep_is_killed_at_the_deadline(tmp_path: Path) -> None:
     hung = tmp_path / "rg"
+    (tmp_path / "a.txt").write_text("hit\n")
     hung.write_text(f"#!/bin/sh\nprintf '%s\\0001:hit\\n' '{tmp_path}/a.txt'\nexec sleep 60\n")
     hung.chmod(0o755)
     partial = grep_files("hit", str(tmp_path), None, ripgrep=str(hung), deadline=Deadline(0.5))

@@ -1,11 +1,11 @@
 """``glob`` and ``grep``: find files by name and lines by regular expression, ignored files left out.
 
-``grep`` uses ripgrep when it is installed and a Python scan of the same file listing otherwise;
-both honour ``.gitignore`` and report ``path:line:text`` with workspace-relative paths. Both stay inside
-what they were pointed at: symlinks are neither followed nor read (ripgrep's default, which no
-``RIPGREP_CONFIG_PATH`` may change), FIFOs, devices and sockets are skipped, and files over
-:data:`MAX_SEARCH_FILE_BYTES` are not searched. Memory is bounded per line, and a search that reaches
-:data:`SEARCH_DEADLINE` stops with the matches found so far.
+``grep`` searches the files of the same listing with ripgrep when it is installed and a Python scan
+otherwise; both honour ``.gitignore`` and report ``path:line:text`` with workspace-relative paths. Both
+stay inside what they were pointed at: symlinks are neither followed nor read, FIFOs, devices and
+sockets are skipped, files over :data:`MAX_SEARCH_FILE_BYTES` are not searched, and ripgrep reads no
+configuration (``RIPGREP_CONFIG_PATH``) and no ignore file of its own. Memory is bounded per line, and
+a search that reaches :data:`SEARCH_DEADLINE` stops with the matches found so far.
 """
 
 from __future__ import annotations
@@ -56,6 +56,7 @@ SEARCH_DEADLINE = 30.0
 _PREVIEW_BYTES = 2000
 _RG_CUT = " [... omitted end of long line]"
 _RG_LINE_BYTES = 16 * 1024
+_RG_ARGS_BYTES = 100_000
 _SNIFF_BYTES = 8192
 
 
@@ -131,54 +132,76 @@ class GrepResult:
 def grep_files(
     pattern: str, root: str, include: str | None, *, ripgrep: str | None, deadline: Deadline
 ) -> GrepResult:
-    """Matches of ``pattern`` under the real path ``root`` (a directory or a regular file).
+    """Matches of ``pattern`` in the files under the real path ``root`` (a directory or a regular file).
 
-    ``ripgrep`` is the ``rg`` executable to use, or ``None`` for the Python scan. At most
-    :data:`MAX_GREP_MATCHES` + 1 matches are returned (the extra one signals truncation).
+    ``ripgrep`` is the ``rg`` executable to use, or ``None`` for the Python scan. Both search the same
+    files: the listing (``.gitignore`` honoured, read safely), each a regular file of at most
+    :data:`MAX_SEARCH_FILE_BYTES`. ripgrep is handed the files, so it never walks a tree or reads an
+    ignore file itself (a ``.gitignore`` that is a FIFO or a link to ``/dev/zero`` hangs or floods it).
+    At most :data:`MAX_GREP_MATCHES` + 1 matches are returned (the extra one signals truncation).
     """
     if os.path.isfile(root) and (size := os.path.getsize(root)) > MAX_SEARCH_FILE_BYTES:
         raise ToolError(
             f"{root} is {size} bytes, over the {MAX_SEARCH_FILE_BYTES} bytes grep searches: "
             "read it in parts with read_file offset and limit"
         )
-    if ripgrep is not None:
-        return _ripgrep(ripgrep, pattern, root, include, deadline)
     try:
-        regex = re.compile(pattern)
-    except re.error as error:
-        raise ToolError(f"invalid regular expression {pattern!r}: {error}") from None
-    matches: list[tuple[str, int, str]] = []
-    try:
-        for path in _candidates(root, include, deadline):
-            if deadline.expired:
-                break
-            for number, line in _text_lines(path, deadline):
-                if regex.search(line):
-                    matches.append((path, number, line))
-                    if len(matches) > MAX_GREP_MATCHES:
-                        return GrepResult(matches)
+        files = _candidates(root, include, deadline)
     except ToolError:
         if not deadline.expired:
             raise
+        return GrepResult([], timed_out=True)
+    if ripgrep is not None:
+        return _ripgrep(ripgrep, pattern, files, deadline)
+    return _scan(_compile(pattern), files, deadline)
+
+
+def _compile(pattern: str) -> re.Pattern[str]:
+    try:
+        return re.compile(pattern)
+    except re.error as error:
+        raise ToolError(f"invalid regular expression {pattern!r}: {error}") from None
+
+
+def _scan(regex: re.Pattern[str], files: list[str], deadline: Deadline) -> GrepResult:
+    """The Python search of ``files``, in order, until enough matches or the deadline."""
+    matches: list[tuple[str, int, str]] = []
+    for path in files:
+        if deadline.expired:
+            break
+        for number, line in _text_lines(path, deadline):
+            if regex.search(line):
+                matches.append((path, number, line))
+                if len(matches) > MAX_GREP_MATCHES:
+                    return GrepResult(matches)
     return GrepResult(matches, timed_out=deadline.expired)
 
 
-def _candidates(root: str, include: str | None, deadline: Deadline) -> Iterable[str]:
-    if not os.path.isdir(root):
-        return [root]
-    names = list_files(root, deadline)
-    if include:
-        matcher = _name_matcher(include)
-        names = [name for name in names if matcher.fullmatch(name)]
-    return (os.path.join(root, name) for name in names)
+def _candidates(root: str, include: str | None, deadline: Deadline) -> list[str]:
+    """The files to search: listed, matching ``include``, regular (never a link, FIFO, device or socket)
+    and not over the size limit."""
+    if os.path.isdir(root):
+        names = list_files(root, deadline)
+        if include:
+            matcher = _name_matcher(include)
+            names = [name for name in names if matcher.fullmatch(name)]
+        paths = [os.path.join(root, name) for name in names]
+    else:
+        paths = [root]
+    return [path for path in paths if _searchable(path)]
+
+
+def _searchable(path: str) -> bool:
+    try:
+        info = os.lstat(path)
+    except OSError:
+        return False
+    return stat.S_ISREG(info.st_mode) and info.st_size <= MAX_SEARCH_FILE_BYTES
 
 
 def _text_lines(path: str, deadline: Deadline) -> Iterable[tuple[int, str]]:
-    """The lines of a regular text file; nothing for links, special files, binary or huge files."""
+    """The lines of a text file, until the deadline; nothing for a binary file or one that changed kind."""
     try:
-        info = os.lstat(path)
-        if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_SEARCH_FILE_BYTES:
-            return
         handle = open_regular(path, path)
     except (OSError, ToolError):
         return
@@ -191,51 +214,56 @@ def _text_lines(path: str, deadline: Deadline) -> Iterable[tuple[int, str]]:
             yield number, raw.decode("utf-8", "replace").rstrip("\r")
 
 
-def _ripgrep(rg: str, pattern: str, root: str, include: str | None, deadline: Deadline) -> GrepResult:
-    # The include glob is applied here rather than with rg --glob, which would override .gitignore.
-    command = [
-        rg,
-        "--no-config",
-        "--line-number",
-        "--with-filename",
-        "--null",
-        "--no-heading",
-        "--color=never",
-    ]
-    command += ["--no-require-git", "--hidden", "--glob", "!.git", "--sort", "path", "--no-messages"]
-    command += [f"--max-filesize={MAX_SEARCH_FILE_BYTES}", f"--max-columns={_PREVIEW_BYTES}"]
-    command += ["--max-columns-preview", "-e", pattern, "--", root]
-    matcher = _name_matcher(include) if include and os.path.isdir(root) else None
-    prefix = root.rstrip(os.sep) + os.sep
+def _batches(files: list[str]) -> Iterable[list[str]]:
+    """``files`` in runs short enough for one command line."""
+    batch: list[str] = []
+    size = 0
+    for path in files:
+        length = len(os.fsencode(path)) + 1
+        if batch and size + length > _RG_ARGS_BYTES:
+            yield batch
+            batch, size = [], 0
+        batch.append(path)
+        size += length
+    if batch:
+        yield batch
+
+
+def _ripgrep(rg: str, pattern: str, files: list[str], deadline: Deadline) -> GrepResult:
+    command = [rg, "--no-config", "--no-ignore", "--line-number", "--with-filename", "--null", "--no-heading"]
+    command += ["--color=never", "--no-messages", "--sort=path", f"--max-columns={_PREVIEW_BYTES}"]
+    command += ["--max-columns-preview", "-e", pattern, "--"]
     matches: list[tuple[str, int, str]] = []
-    with subprocess.Popen(
-        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL
-    ) as rg_run:
-        assert rg_run.stdout is not None and rg_run.stderr is not None
-        watchdog = threading.Timer(deadline.remaining(), rg_run.kill)
-        watchdog.start()
-        try:
-            whole = True
-            while raw := rg_run.stdout.readline(_RG_LINE_BYTES):
-                complete, whole = whole, raw.endswith(b"\n")
-                path, _, rest = raw.decode("utf-8", "replace").rstrip("\r\n").partition("\0")
-                number, _, text = rest.partition(":")
-                if not complete or not number.isdigit():
-                    continue
-                if matcher and not matcher.fullmatch(path.removeprefix(prefix)):
-                    continue
-                matches.append((path, int(number), text.removesuffix(_RG_CUT)))
-                if len(matches) > MAX_GREP_MATCHES:
-                    rg_run.kill()
-                    return GrepResult(matches)
-            errors = rg_run.stderr.read(4096).decode("utf-8", "replace").strip().splitlines()
-            code = rg_run.wait()
-        finally:
-            watchdog.cancel()
-    if deadline.expired and code not in (0, 1):
-        return GrepResult(matches, timed_out=True)
-    if code not in (0, 1):
-        raise ToolError(f"grep failed: {errors[0] if errors else f'rg exited with {code}'}")
+    for batch in _batches(files):
+        if deadline.expired:
+            return GrepResult(matches, timed_out=True)
+        with subprocess.Popen(
+            [*command, *batch], stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL
+        ) as rg_run:
+            assert rg_run.stdout is not None and rg_run.stderr is not None
+            watchdog = threading.Timer(deadline.remaining(), rg_run.kill)
+            watchdog.start()
+            try:
+                whole = True
+                while raw := rg_run.stdout.readline(_RG_LINE_BYTES):
+                    complete, whole = whole, raw.endswith(b"\n")
+                    path, _, rest = raw.decode("utf-8", "replace").rstrip("\r\n").partition("\0")
+                    number, _, text = rest.partition(":")
+                    if (
+                        complete and number.isdigit()
+                    ):  # else a "binary file matches" note, or a cut line's rest
+                        matches.append((path, int(number), text.removesuffix(_RG_CUT)))
+                        if len(matches) > MAX_GREP_MATCHES:
+                            rg_run.kill()
+                            return GrepResult(matches)
+                errors = rg_run.stderr.read(4096).decode("utf-8", "replace").strip().splitlines()
+                code = rg_run.wait()
+            finally:
+                watchdog.cancel()
+        if deadline.expired and code not in (0, 1):
+            return GrepResult(matches, timed_out=True)
+        if code not in (0, 1):
+            raise ToolError(f"grep failed: {errors[0] if errors else f'rg exited with {code}'}")
     return GrepResult(matches)
 
 
