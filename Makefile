@@ -6,14 +6,19 @@ STAMP := $(VENV)/.installed-dev
 .PHONY: demo test bench lint typecheck clean
 
 $(BIN)/python:
+	@echo "==> creating the virtual environment $(VENV) (first run only)"
 	$(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
 $(STAMP): $(BIN)/python pyproject.toml
+	@echo "==> installing turnmemory with the provider SDKs, the agent, the analysis and the test tools"
+	@echo "    into $(VENV) (about a minute on the first run; later runs skip this step)"
 	$(BIN)/pip install --quiet -e '.[dev]'
-	touch $(STAMP)
+	@touch $(STAMP)
+	@echo "==> installed"
 
 demo: $(STAMP)
+	@echo "==> running the demo: one turn's TurnMemory, then every history strategy on real sessions"
 	$(BIN)/python -m turnmemory.demo
 
 bench: $(STAMP)

@@ -63,20 +63,47 @@ def cheaper_than_turnmemory(report: Report) -> list[str]:
 SNIPPET = """\
 ## What TurnMemory does to real sessions
 
-`turnmemory analyze` replays session logs written by other agents (Claude Code, Codex CLI, OpenCode,
-SWE-agent, mini-swe-agent, OpenHands) request by request under seven history strategies and measures what each
-request carries, all rendered as OpenAI Chat messages (system prompt and tool definitions, the same
-under every strategy, are left out). `carried` sums the size of the first request of every user turn
-after the first: the history a new turn starts with. `cost` prices every request under a prompt-cache
-model (cache reads 0.1x, writes 1.25x the base input price; a rewrite invalidates the cache from the
-first changed block), in units of one uncached input {unit_word}. `tool traffic removed` is the share of
-the carried tool blocks a strategy drops, from 0 (`full`) to 100% (`prose_only`, the physical limit).
+`turnmemory analyze PATH...` replays session logs written by other agents (Claude Code, Codex CLI,
+OpenCode, SWE-agent, mini-swe-agent, OpenHands, aider) request by request under seven history
+strategies and measures what each request carries, all rendered as OpenAI Chat messages (system prompt
+and tool definitions, the same under every strategy, are left out).
 
-Strategies: `full` keeps everything; `prose_only` keeps user text and assistant prose; `turnmemory`
-replays historical tool blocks with `{{}}` arguments and status results (`turnmemory_target` with the
-bounded target as argument); `mask10` is SWE-agent's observation masking with M=10 (the Complexity
-Trap paper); `anthropic_clear` is Anthropic's `clear_tool_uses_20250919` with its defaults;
-`opencode_prune` is OpenCode's tool-output pruning.
+### Reading the table
+
+| column | meaning |
+| --- | --- |
+| carried | the size of the first request of every user turn after the first, summed: the history a new turn starts with |
+| peak | the largest of those requests |
+| cost | every request priced under a prompt-cache model (cache reads 0.1x, writes 1.25x the base input price; a rewrite invalidates the cache from the first changed block), in units of one uncached input {unit_word} |
+| vs full | the value as a share of the full trace's |
+| tool traffic removed | the share of the carried tool blocks a strategy drops, from 0 (full trace) to 100% (prose only, the physical limit); in `--format markdown`/`json`, and in the terminal from 100 columns on |
+
+In a terminal the sizes are short (`8.43M` is 8.43 million, `270.9k` is 270,900); `--format markdown`
+gives every digit, `--format json` the document scripts read (with the strategy ids below).
+
+### The strategies
+
+| shown as | id (JSON) | what it keeps |
+| --- | --- | --- |
+| Full trace | `full` | everything, as most agents do within a session |
+| Prose only (the limit) | `prose_only` | user text and assistant prose, no tool blocks: the physical limit of turn-boundary compaction |
+| TurnMemory | `turnmemory` | prose plus historical tool blocks with `{{}}` arguments and status results (this project) |
+| TurnMemory + targets | `turnmemory_target` | the same with the bounded target (path, command) as the call's argument |
+| Observation masking M=10 | `mask10` | SWE-agent's observation masking: all but the last 10 tool outputs replaced by a one-line placeholder (the Complexity Trap paper) |
+| Anthropic clear_tool_uses | `anthropic_clear` | Anthropic's context editing `clear_tool_uses_20250919` with its defaults (clears old results above 100,000 input tokens) |
+| OpenCode prune | `opencode_prune` | OpenCode's tool-output pruning (old outputs beyond a protected 40,000-token budget) |
+
+### Exit status and input
+
+`analyze` reads files and directories (searched recursively); it never reads a pipe, a device or a
+socket, reads logs with bounded memory, and says how much of each file it could read. It exits 1 when
+a file given by name is not a session it reads, when a file cannot be read, or when more than half of
+a log's lines are unreadable (the table then covers the rest), and 2 when a path does not exist.
+aider transcripts have no tool calls: their SEARCH/REPLACE and whole-file edit blocks become
+`edit_file` activity (`Applied edit to` gives the changed file), `Running CMD` lines and `/run`
+commands become `bash` activity (aider logs no exit codes).
+
+### Results on the shared real sessions
 
 {summary}
 
@@ -84,9 +111,9 @@ Trap paper); `anthropic_clear` is Anthropic's `clear_tool_uses_20250919` with it
 
 ![History carried at each user turn, by strategy](context.png)
 
-The plot shows the six longest sessions (by user turns): the size of the first request of each user
-turn. Where a strategy never fires (`anthropic_clear` below its trigger, `opencode_prune` below its
-protected budget) its line lies on the full trace's.
+The plot shows the six sessions whose full trace carries the most: the size of the first request of
+each user turn. Where a strategy never fires (Anthropic's clearing below its trigger, OpenCode's
+pruning below its protected budget) its line lies on the full trace's.
 
 Measured with `{command}` on {date}; per-format tables and the method are in `benchmarks/RESULTS.md`.
 """

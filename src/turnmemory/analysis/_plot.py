@@ -87,11 +87,8 @@ def draw_report(report: Report, *, names: bool = True) -> Figure:
                 linewidth=width,
                 alpha=alpha,
             )
-        title = _label(session.path) if names else f"{session.format} session"
-        axis.set_title(
-            f"{title}\n{session.format}: {session.user_turns} turns, {session.tool_calls} tool calls",
-            fontsize=9,
-        )
+        about = f"{session.format}: {session.user_turns} turns, {session.tool_calls} tool calls"
+        axis.set_title(f"{_label(session.path)}\n{about}" if names else about, fontsize=9)
         axis.set_xlabel("user turn", fontsize=9)
         axis.set_ylabel(f"history carried ({unit})", fontsize=9)
         axis.yaxis.set_major_formatter(FuncFormatter(lambda value, _: compact_number(value)))
