@@ -254,7 +254,7 @@ def test_bad_arguments_fail_at_once() -> None:
     assert wire.requests == []
 
 
-def test_an_unexpected_error_propagates_and_keeps_accumulated_work() -> None:
+def test_an_unexpected_error_ends_the_turn_and_keeps_accumulated_work() -> None:
     class Broken(ScriptedWire):
         def failure(self, error: Exception) -> Failure | None:
             return None
@@ -263,8 +263,9 @@ def test_an_unexpected_error_propagates_and_keeps_accumulated_work() -> None:
     client = Client(
         wire, provider="scripted", model="m", retry=RetryPolicy(sleep=lambda _: None), max_tool_turns=5
     )
-    with pytest.raises(ScriptError):
-        list(client.run_turn([], "go", tools=[TOOL], execute=Executor()))
+    events = list(client.run_turn([], "go", tools=[TOOL], execute=Executor()))
+    assert [event.kind for event in events if event.terminal] == ["incomplete"]
+    assert events[-1].error == "malformed response from the provider (ScriptError)"
     assert client.pending is not None and json.dumps(client.pending)
 
 

@@ -424,6 +424,40 @@ def test_pending_never_leaks_into_another_conversation(
     assert terminal(run(client, [tm.Message("user", "A different chat")], "Hello")).kind == "done"
 
 
+OTHER_CONVERSATIONS = [
+    [],
+    [tm.Message("user", "A different chat")],
+    [tm.Message("system", "Be brief."), tm.Message("user", "A different chat")],
+    [
+        tm.Message("user", "A different chat"),
+        tm.Message("assistant", "Sure."),
+        tm.Message("user", "Find the answer"),
+    ],
+    [tm.Message("user", "Find the answer!")],
+    [tm.Message("assistant", "Find the answer")],
+]
+"""Histories of conversations other than one whose first turn, "Find the answer", ended incomplete."""
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_a_first_turns_pending_state_never_enters_another_conversation(
+    provider: str, server: FakeProviderServer, make_client: MakeClient
+) -> None:
+    client = make_client(provider)
+    incomplete_turn(server, client, [])
+    pending = client.pending
+    for history in OTHER_CONVERSATIONS:
+        with pytest.raises(ValueError, match="another conversation"):
+            client.run_turn(history, "Hello")
+    assert client.pending == pending and len(server.requests) == 2
+    # Its own continuation still resumes it: the interrupted prompt, then the new one.
+    server.push(Reply(text="Recovered."))
+    history = [tm.Message("system", "A new system prompt."), tm.Message("user", "Find the answer")]
+    assert terminal(run(client, history, "Continue")).kind == "done"
+    wire = json.dumps(server.requests[-1].body)
+    assert SECRET_OUTPUT in wire and client.pending is None
+
+
 @pytest.mark.parametrize("provider", PROVIDERS)
 def test_tool_turn_limit_ends_incomplete(
     provider: str, server: FakeProviderServer, make_client: MakeClient

@@ -87,6 +87,14 @@ def run(
     output: Annotated[str, typer.Option("--format", help="text or json.")] = "text",
     allow: _Allow = None,
     sandbox: _Sandbox = None,
+    timeout: Annotated[
+        float | None,
+        typer.Option("--timeout", help="Seconds to wait for the provider's next bytes (default 300)."),
+    ] = None,
+    deadline: Annotated[
+        float | None,
+        typer.Option("--deadline", help="Seconds the turn may take, tools included (default: none)."),
+    ] = None,
     config: _Config = None,
     workspace: _Workspace = None,
 ) -> None:
@@ -107,6 +115,8 @@ def run(
             allow=allow or (),
             config_path=config,
             sandbox=sandbox,
+            timeout=timeout,
+            deadline=deadline,
         )
         request = RunRequest(
             prompt=text, workspace=_workspace(workspace), session=session, latest=continue_, output=form

@@ -5,6 +5,9 @@
     # ~/.config/turnmemory/config.toml  (or --config PATH, or $TURNMEMORY_CONFIG)
     provider = "anthropic"
     model = "claude-sonnet-4-6"          # the model of the provider above
+    timeout = 300                        # seconds without a byte of a response (--timeout)
+    connect_timeout = 10                 # seconds to connect
+    deadline = 1800                      # seconds one turn may take, tools included (--deadline)
     context_window = 200000              # tokens; default: the model's, from turnmemory.llm.CONTEXT_WINDOWS
     context_reserve = 8192               # tokens a request leaves for the output
     clear_at_least = 40000               # fewest tokens the in-turn reducer clears at a time
@@ -51,6 +54,7 @@ from typing import Any
 from turnmemory.agent.compaction import COMPACTION_MODES, CompactionMode
 from turnmemory.agent.permissions import Rule, parse_rules
 from turnmemory.agent.sandbox import SANDBOX_MODES, SandboxMode
+from turnmemory.llm import ContextLimits
 from turnmemory.replay import IdStyle
 
 __all__ = [
@@ -85,6 +89,8 @@ KEY_VARIABLES: Mapping[str, tuple[str, ...]] = MappingProxyType(
     }
 )
 """The environment variables holding each provider's API key, in order of preference."""
+_SECONDS_KEYS = ("timeout", "connect_timeout", "deadline")
+"""Top-level keys in seconds: read and connect timeouts of provider requests, the deadline of a turn."""
 _TOKEN_KEYS = ("context_window", "context_reserve", "clear_at_least")
 """Top-level keys in tokens: the model's context window, the output reserve, the reducer's chunk."""
 _TOP_KEYS = frozenset(
@@ -97,6 +103,7 @@ _TOP_KEYS = frozenset(
         "mcp",
         "sandbox",
         "compaction",
+        *_SECONDS_KEYS,
         *_TOKEN_KEYS,
     }
 )
@@ -131,6 +138,12 @@ class AgentConfig:
     """OpenAI Chat: force one call per assistant message (``True``) or batches (``False``); ``None``: by model."""
     id_style: IdStyle | None = None
     """OpenAI Chat: force ``"historical"`` or ``"compact"`` call ids; ``None``: by model."""
+    timeout: float | None = None
+    """Seconds to wait for the next bytes of a provider response (``None``: the client's default, 300)."""
+    connect_timeout: float | None = None
+    """Seconds to wait for a connection to the provider (``None``: the client's default, 10)."""
+    deadline: float | None = None
+    """Seconds one turn may take, tools included (``None``: no limit)."""
     context_window: int | None = None
     """The model's context window in tokens (``None``: from ``turnmemory.llm.CONTEXT_WINDOWS``)."""
     context_reserve: int | None = None
@@ -154,7 +167,15 @@ class AgentConfig:
             return replace(self, model=model or self.model)
         env = {key: value for key, value in os.environ.items() if key not in _RUN_VARIABLES}
         fresh = resolve(self.table, provider=provider, model=model, env=env, path=self.path, extra_allow=())
-        return replace(fresh, allow=self.allow, sandbox=self.sandbox, sandbox_readable=self.sandbox_readable)
+        return replace(
+            fresh,
+            allow=self.allow,
+            sandbox=self.sandbox,
+            sandbox_readable=self.sandbox_readable,
+            timeout=self.timeout,
+            connect_timeout=self.connect_timeout,
+            deadline=self.deadline,
+        )
 
 
 def default_config_path() -> Path:
@@ -173,6 +194,8 @@ def load_config(
     config_path: str | Path | None = None,
     env: Mapping[str, str] | None = None,
     sandbox: str | None = None,
+    timeout: float | None = None,
+    deadline: float | None = None,
 ) -> AgentConfig:
     """Resolve the settings from flags (the arguments), ``env``, the config file and defaults."""
     env = os.environ if env is None else env
@@ -191,7 +214,16 @@ def load_config(
         extra_allow=allow,
     )
     mode, readable = _sandbox(table, sandbox or env.get("TURNMEMORY_SANDBOX"), str(path))
-    return replace(config, sandbox=mode, sandbox_readable=readable)
+    flags = {"timeout": timeout, "deadline": deadline}
+    timeout, connect_timeout, deadline = _seconds(table, str(path), flags)
+    return replace(
+        config,
+        sandbox=mode,
+        sandbox_readable=readable,
+        timeout=timeout,
+        connect_timeout=connect_timeout,
+        deadline=deadline,
+    )
 
 
 def resolve(
@@ -263,24 +295,27 @@ def resolve(
         table=table,
         single_calls=single_calls,
         id_style=id_style,
-        **_context(table, where),
+        **_context(table, where, chosen_model),
     )
 
 
-def _context(table: Mapping[str, Any], where: str) -> dict[str, Any]:
-    """The context settings of the config file: token counts and the compaction mode."""
+def _context(table: Mapping[str, Any], where: str, model: str) -> dict[str, Any]:
+    """The context settings of the config file for ``model``: token counts and the compaction mode."""
     chosen: dict[str, Any] = {}
     for key in _TOKEN_KEYS:
         value = table.get(key)
         if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
             raise ConfigError(f"{where}: {key} must be a whole number of tokens, got {value!r}")
         chosen[key] = value
-    window = chosen["context_window"]
-    if window is not None and window < 1024:
-        raise ConfigError(f"{where}: context_window must be at least 1024 tokens, got {window}")
-    reserve = chosen["context_reserve"]
-    if reserve is not None and reserve > (window or 1024 * 1024) // 2:
-        raise ConfigError(f"{where}: context_reserve must be at most half the context window, got {reserve}")
+    try:
+        ContextLimits.of(
+            model,
+            window=chosen["context_window"],
+            reserve=chosen["context_reserve"],
+            clear_at_least=chosen["clear_at_least"],
+        )
+    except ValueError as error:
+        raise ConfigError(f"{where}: {error}") from None
     mode = table.get("compaction", "summary")
     if mode not in COMPACTION_MODES:
         raise ConfigError(f"{where}: compaction must be one of {', '.join(COMPACTION_MODES)}, got {mode!r}")
@@ -304,6 +339,23 @@ def _sandbox(table: Mapping[str, Any], chosen: str | None, where: str) -> tuple[
     ):
         raise ConfigError(f"{where}: [sandbox] readable must be a list of absolute paths (or ~/...)")
     return mode, tuple(readable)
+
+
+def _seconds(
+    table: Mapping[str, Any], where: str, flags: Mapping[str, float | None]
+) -> tuple[float | None, float | None, float | None]:
+    """The read timeout, connect timeout and turn deadline: flags first, then the config file's keys."""
+    chosen: dict[str, float | None] = {}
+    for key in _SECONDS_KEYS:
+        flag = flags.get(key)
+        value = flag if flag is not None else table.get(key)
+        source = f"--{key}" if flag is not None else f"{where}: {key}"
+        if value is not None and (
+            isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value < float("inf")
+        ):
+            raise ConfigError(f"{source} must be a positive number of seconds, got {value!r}")
+        chosen[key] = None if value is None else float(value)
+    return chosen["timeout"], chosen["connect_timeout"], chosen["deadline"]
 
 
 def _credentials(

@@ -22,6 +22,7 @@ interrupted response that never ran get an error result, so the saved state stay
 from __future__ import annotations
 
 import copy
+import time
 from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
 from contextlib import closing
 from dataclasses import dataclass
@@ -29,7 +30,7 @@ from types import ModuleType
 from typing import Any, Protocol
 
 from turnmemory.llm._reduce import Piece, Reducer
-from turnmemory.llm._retry import Failure, RetryPolicy, connection_failure, one_line
+from turnmemory.llm._retry import Failure, RetryPolicy, connection_failure, malformed_failure, one_line
 from turnmemory.llm._tokens import Accounting, ContextLimits, TokenCounter, open_counter
 from turnmemory.llm._tools import Call, ToolResult, ToolSpec, call_problem, placeholder_tool, tool_table
 from turnmemory.llm.events import Event, Reason, Usage
@@ -90,21 +91,25 @@ class Connection:
     api_key: str | None = None
     client: Any = None
     http_client: Any = None
-    timeout: float | None = None
+    timeout: float = 300.0
+    """Seconds to wait for the next bytes of a response (an SDK's read timeout)."""
+    connect_timeout: float = 10.0
+    """Seconds to wait for a connection."""
     region: str | None = None
 
 
 def sdk_options(connection: Connection) -> dict[str, Any]:
-    """Constructor options shared by the Anthropic and OpenAI SDK clients, their retries off."""
+    """Constructor options shared by the Anthropic and OpenAI SDK clients: retries off, timeouts set."""
+    import httpx2
+
     options: dict[str, Any] = {
         "api_key": connection.api_key,
         "base_url": connection.base_url,
         "max_retries": 0,
+        "timeout": httpx2.Timeout(connection.timeout, connect=connection.connect_timeout),
     }
     if connection.http_client is not None:
         options["http_client"] = connection.http_client
-    if connection.timeout is not None:
-        options["timeout"] = connection.timeout
     return options
 
 
@@ -231,15 +236,20 @@ class Client:
         model: str,
         retry: RetryPolicy,
         max_tool_turns: int,
+        deadline: float | None = None,
         limits: ContextLimits | None = None,
         counter: TokenCounter | None = None,
     ) -> None:
         if max_tool_turns < 1:
             raise ValueError("max_tool_turns: expected at least 1")
+        if deadline is not None and not deadline > 0:
+            raise ValueError("deadline: expected a positive number of seconds or None")
         self.provider = provider
         self.model = model
         self.retry = retry
         self.max_tool_turns = max_tool_turns
+        self.deadline = deadline
+        """Seconds one turn may take, tools included, or ``None``: past it the turn ends (``deadline``)."""
         self.accounting = Accounting(counter or open_counter(), limits or ContextLimits.of(model))
         """The context window, the output reserve and the calibrated token estimate of requests."""
         self._wire = wire
@@ -288,9 +298,9 @@ class Client:
         ``history`` holds the earlier messages (a system message first, if any). After an
         ``incomplete`` turn keep its user message in the history you pass next; the pending state
         carries the work that followed it. Raises ``ValueError`` at once for bad arguments, and when
-        pending state exists for another conversation (the user and assistant messages of
-        ``history`` do not extend those it was saved with; the system prompt may change): call
-        :meth:`drop_pending` first.
+        pending state exists for another conversation: the user and assistant messages of
+        ``history`` must extend those of the interrupted turn's history followed by its prompt (the
+        system prompt may change); otherwise call :meth:`drop_pending` first.
         """
         history = tuple(history)
         for index, message in enumerate(history):
@@ -308,11 +318,20 @@ class Client:
             raise ValueError(
                 "pending state of an incomplete turn belongs to another conversation; call drop_pending() first"
             )
-        return self._turn(history, prompt, table, execute)
+        # What this turn's pending state will belong to: its history and its own prompt, so that even
+        # a first turn's state (empty history) only enters a conversation that continues this one.
+        owner = (*conversation, Message(role="user", content=prompt))
+        return self._turn(history, prompt, table, execute, owner)
 
     def _turn(
-        self, history: tuple[Message, ...], prompt: str, table: dict[str, ToolSpec], execute: Execute | None
+        self,
+        history: tuple[Message, ...],
+        prompt: str,
+        table: dict[str, ToolSpec],
+        execute: Execute | None,
+        owner: tuple[Message, ...],
     ) -> Iterator[Event]:
+        ends_at = None if self.deadline is None else time.monotonic() + self.deadline
         wire = self._wire
         injected = self._pending or []
         messages = [*history, Message(role="user", content=prompt)]
@@ -345,24 +364,23 @@ class Client:
                     if not reducer.fits(size):
                         ended = True
                         yield self._end(
-                            "context_overflow", reducer.overflow_message(size), injected, turn, history
+                            "context_overflow", reducer.overflow_message(size), injected, turn, owner
                         )
                         return
-                outcome = yield from self._request(request, specs, turn_start)
+                outcome = yield from self._request(request, specs, turn_start, ends_at)
                 if isinstance(outcome, Failure):
                     ended = True
-                    reason: Reason = "context_overflow" if outcome.overflow else "api_error"
-                    yield self._end(reason, outcome.message, injected, turn, history)
+                    yield self._end(_reason(outcome), outcome.message, injected, turn, owner)
                     return
                 yield Event("usage", usage=outcome.usage)
                 self.accounting.observe(size, outcome.usage.input_tokens)
                 if not outcome.calls:
                     ended = True
                     if outcome.text:
-                        yield self._end(outcome.stop, None, injected, turn, history)
+                        yield self._end(outcome.stop, None, injected, turn, owner)
                     else:
                         yield self._end(
-                            "empty_response", "the model returned an empty response", injected, turn, history
+                            "empty_response", "the model returned an empty response", injected, turn, owner
                         )
                     return
                 calls, results = outcome.calls, []
@@ -380,14 +398,14 @@ class Client:
                 tool_turns += 1
                 if tool_turns >= self.max_tool_turns:
                     ended = True
-                    yield self._end("tool_limit", None, injected, turn, history)
+                    yield self._end("tool_limit", None, injected, turn, owner)
                     return
         finally:
             if not ended:
                 if calls:
                     unrun = ToolResult(error="not run: the turn was interrupted")
                     turn.extend(wire.tool_results(calls, [*results, *[unrun] * (len(calls) - len(results))]))
-                self._keep(injected, turn, history)
+                self._keep(injected, turn, owner)
 
     def _end(
         self,
@@ -395,35 +413,44 @@ class Client:
         error: str | None,
         injected: list[Item],
         turn: list[Item],
-        history: tuple[Message, ...],
+        owner: tuple[Message, ...],
     ) -> Event:
         """The terminal event for ``reason``, after updating the pending state to match it."""
         if reason in ("stop", "max_tokens"):
             self._pending, self._pending_history = None, ()
             return Event("done", reason=reason)
-        if self._keep(injected, turn, history):
+        if self._keep(injected, turn, owner):
             return Event("incomplete", reason=reason, error=error)
         return Event("error", reason=reason, error=error)
 
-    def _keep(self, injected: list[Item], turn: list[Item], history: tuple[Message, ...]) -> bool:
-        """Save the earlier pending items plus this turn's as pending state, if there are any."""
+    def _keep(self, injected: list[Item], turn: list[Item], owner: tuple[Message, ...]) -> bool:
+        """Save the earlier pending items plus this turn's as pending state of the conversation
+        ``owner`` (user and assistant messages, this turn's prompt last), if there are any."""
         if not injected and not turn:
             self._pending, self._pending_history = None, ()
             return False
-        self._pending, self._pending_history = [*injected, *turn], _conversation(history)
+        self._pending, self._pending_history = [*injected, *turn], owner
         return True
 
     def _request(
-        self, request: dict[str, Any], specs: Sequence[ToolSpec], turn_start: int
+        self, request: dict[str, Any], specs: Sequence[ToolSpec], turn_start: int, ends_at: float | None
     ) -> Generator[Event, None, Completion | Failure]:
-        """One iteration's request, retried as the policy allows: its ``Completion`` or final ``Failure``."""
+        """One iteration's request, retried as the policy allows: its ``Completion`` or final ``Failure``.
+
+        Past ``ends_at`` (a ``time.monotonic`` value) no request starts, no retry waits and a stream
+        is abandoned at its next event: the failure is then ``expired``.
+        """
         policy = self.retry
         attempt = 1
         while True:
+            if _expired(ends_at):
+                return self._expired()
             try:
                 completion: Completion | None = None
                 with closing(self._wire.stream(request, specs, turn_start)) as stream:
                     for item in stream:
+                        if _expired(ends_at):
+                            return self._expired()
                         if isinstance(item, Completion):
                             completion = item
                         else:
@@ -436,17 +463,35 @@ class Client:
                 if not failure.retryable or attempt >= policy.attempts:
                     return failure
                 delay = policy.delay(attempt, failure.retry_after)
+                if ends_at is not None and time.monotonic() + delay >= ends_at:
+                    return Failure(
+                        f"{failure.message} (no time left to retry: {self._expired().message})", expired=True
+                    )
                 attempt += 1
                 yield Event("retry", error=failure.message, attempt=attempt, delay=delay)
                 policy.sleep(delay)
 
+    def _expired(self) -> Failure:
+        return Failure(f"the turn took longer than its deadline of {self.deadline:g} s", expired=True)
+
     def _classify(self, error: Exception) -> Failure:
+        """Any error of a request, as a ``Failure``: whatever the wire sends ends the turn cleanly."""
         failure = self._wire.failure(error)
         if failure is not None:
             return failure
         if isinstance(error, ConnectionError | TimeoutError):
             return connection_failure(error)
-        raise error
+        return malformed_failure(error)
+
+
+def _reason(failure: Failure) -> Reason:
+    if failure.overflow:
+        return "context_overflow"
+    return "deadline" if failure.expired else "api_error"
+
+
+def _expired(ends_at: float | None) -> bool:
+    return ends_at is not None and time.monotonic() >= ends_at
 
 
 def _conversation(history: Sequence[Message]) -> tuple[Message, ...]:

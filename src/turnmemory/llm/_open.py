@@ -25,6 +25,10 @@ PROVIDERS: tuple[str, ...] = tuple(_WIRES)
 """The provider names ``open_client`` knows."""
 
 DEFAULT_MAX_TOOL_TURNS = 100
+DEFAULT_TIMEOUT = 300.0
+"""Seconds to wait for the next bytes of a response (long reasoning can be silent for minutes)."""
+DEFAULT_CONNECT_TIMEOUT = 10.0
+"""Seconds to wait for a connection."""
 
 
 def open_client(
@@ -36,6 +40,8 @@ def open_client(
     client: Any = None,
     http_client: Any = None,
     timeout: float | None = None,
+    connect_timeout: float | None = None,
+    deadline: float | None = None,
     region: str | None = None,
     max_tool_turns: int = DEFAULT_MAX_TOOL_TURNS,
     retry: RetryPolicy | None = None,
@@ -58,14 +64,16 @@ def open_client(
     ``base_url``), ``"openai_responses"``, ``"gemini"`` or ``"bedrock"``. The SDK client is built from
     ``base_url`` (Bedrock: the endpoint URL), ``api_key`` (Bedrock takes none: it reads the AWS
     credential chain), ``region`` (Bedrock), ``http_client`` (an ``httpx2.Client``: Anthropic, OpenAI,
-    Gemini) and ``timeout`` (seconds), with the SDK's own retries off; or pass a ready SDK object as
-    ``client`` (Anthropic and OpenAI clients get their retries turned off; configure a Gemini or
-    boto3 client without retries yourself).
+    Gemini), ``timeout`` (seconds to wait for the next bytes of a response; 300 by default) and
+    ``connect_timeout`` (seconds to wait for a connection; 10), with the SDK's own retries off; or
+    pass a ready SDK object as ``client`` (Anthropic and OpenAI clients get their retries turned off;
+    configure a Gemini or boto3 client's retries and timeouts yourself).
 
     ``retry`` is the policy for failed requests; ``max_tool_turns`` bounds the tool iterations of one
-    turn. ``max_tokens`` caps the output (Anthropic needs one: 8192 by default). ``temperature`` is
-    not accepted by Anthropic. ``thinking`` is a reasoning token budget (Anthropic, Gemini, Claude on
-    Bedrock) and ``reasoning_effort`` an effort level (OpenAI). ``session_id`` becomes OpenAI's
+    turn and ``deadline`` (seconds, tools included) its duration. ``max_tokens`` caps the output
+    (Anthropic needs one: 8192 by default). ``temperature`` is not accepted by Anthropic.
+    ``thinking`` is a reasoning token budget (Anthropic, Gemini, Claude on Bedrock) and
+    ``reasoning_effort`` an effort level (OpenAI). ``session_id`` becomes OpenAI's
     ``prompt_cache_key``. ``arguments`` and ``id_style`` choose how history replays (see
     :mod:`turnmemory.replay`: ``"empty"`` or ``"target"``; ``"historical"`` or ``"compact"``).
     On ``"openai_chat"`` the history takes the form the model's family needs (see
@@ -84,6 +92,11 @@ def open_client(
         raise ValueError(f"provider: expected one of {', '.join(PROVIDERS)}, got {provider!r}")
     if not isinstance(model, str) or not model:
         raise ValueError("model: expected a non-empty string")
+    timeout = DEFAULT_TIMEOUT if timeout is None else timeout
+    connect_timeout = DEFAULT_CONNECT_TIMEOUT if connect_timeout is None else connect_timeout
+    for name, seconds in (("timeout", timeout), ("connect_timeout", connect_timeout)):
+        if not seconds > 0:
+            raise ValueError(f"{name}: expected a positive number of seconds, got {seconds!r}")
     settings = Settings(
         model=model,
         max_tokens=max_tokens,
@@ -111,6 +124,7 @@ def open_client(
         client=client,
         http_client=http_client,
         timeout=timeout,
+        connect_timeout=connect_timeout,
         region=region,
     )
     try:
@@ -125,6 +139,7 @@ def open_client(
         model=model,
         retry=retry or RetryPolicy(),
         max_tool_turns=max_tool_turns,
+        deadline=deadline,
         limits=limits,
         counter=counter,
     )

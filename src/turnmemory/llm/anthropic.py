@@ -24,7 +24,7 @@ from turnmemory.llm._loop import (
     sdk_options,
 )
 from turnmemory.llm._reduce import Piece
-from turnmemory.llm._retry import Failure, connection_failure, http_failure
+from turnmemory.llm._retry import Failure, connection_failure, error_fields, http_failure
 from turnmemory.llm._tools import Call, ToolResult, ToolSpec, parse_output, result_text
 from turnmemory.llm.events import Event, Reason, Usage
 from turnmemory.memory import Message
@@ -174,8 +174,8 @@ class AnthropicWire(History):
         if isinstance(error, self._connection_errors):
             return connection_failure(error)
         if isinstance(error, sdk.APIStatusError):
-            message = error.api_message or error.message
-            return http_failure(error.status_code, message, kind=error.type, headers=error.response.headers)
+            message, kind = error_fields(error.body)
+            return http_failure(error.status_code, message, kind=kind, headers=error.response.headers)
         return None
 
     def replay(self, pending: Sequence[Item], out: PendingReplay) -> None:

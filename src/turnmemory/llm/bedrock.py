@@ -23,7 +23,7 @@ from turnmemory.llm._loop import (
     StreamInterrupted,
 )
 from turnmemory.llm._reduce import Piece, compact_json
-from turnmemory.llm._retry import Failure, connection_failure, http_failure
+from turnmemory.llm._retry import Failure, MalformedError, connection_failure, http_failure
 from turnmemory.llm._tools import NO_OUTPUT, Call, ToolResult, ToolSpec, object_result, parse_arguments, plain
 from turnmemory.llm.events import Event, Reason, Usage
 from turnmemory.providers import bedrock as formatter
@@ -60,9 +60,11 @@ class BedrockWire(History):
         if connection.client is not None:
             self._client = connection.client
         else:
-            options: dict[str, Any] = {"retries": {"total_max_attempts": 1, "mode": "standard"}}
-            if connection.timeout is not None:
-                options["read_timeout"] = options["connect_timeout"] = connection.timeout
+            options: dict[str, Any] = {
+                "retries": {"total_max_attempts": 1, "mode": "standard"},
+                "read_timeout": connection.timeout,
+                "connect_timeout": connection.connect_timeout,
+            }
             self._client = boto3.client(
                 "bedrock-runtime",
                 endpoint_url=connection.base_url,
@@ -179,7 +181,7 @@ class BedrockWire(History):
             )
             return http_failure(
                 status,
-                details.get("Message") or str(error),
+                details.get("Message") or "",
                 kind=details.get("Code"),
                 headers=metadata.get("HTTPHeaders"),
             )
@@ -229,6 +231,8 @@ def _delta(
         if delta["text"]:
             yield Event("text", text=delta["text"])
     elif "toolUse" in delta:
+        if "toolUse" not in blocks.get(index, {}):
+            raise MalformedError("tool input for a block that was never started")
         inputs.setdefault(index, []).append(delta["toolUse"].get("input", ""))
     elif "reasoningContent" in delta:
         reasoning = delta["reasoningContent"]

@@ -20,7 +20,7 @@ from turnmemory.llm._loop import (
     StreamInterrupted,
 )
 from turnmemory.llm._reduce import Piece, compact_json
-from turnmemory.llm._retry import Failure, connection_failure, http_failure
+from turnmemory.llm._retry import Failure, MalformedError, connection_failure, http_failure
 from turnmemory.llm._tools import Call, ToolResult, ToolSpec, object_result
 from turnmemory.llm.events import Event, Reason, Usage
 from turnmemory.providers import gemini as formatter
@@ -51,10 +51,11 @@ class GeminiWire(History):
             options: dict[str, Any] = {}
             if connection.base_url is not None:
                 options["base_url"] = connection.base_url
-            if connection.timeout is not None:
-                options["timeout"] = int(connection.timeout * 1000)
             if connection.http_client is not None:
                 options["httpx_client"] = connection.http_client
+                options["timeout"] = int(connection.timeout * 1000)
+            else:
+                options["httpx_client"] = _timed_client(httpx2, connection)
             self._client = genai.Client(
                 api_key=connection.api_key, http_options=genai.types.HttpOptions(**options)
             )
@@ -82,6 +83,8 @@ class GeminiWire(History):
         if finish is None:
             raise StreamInterrupted("the response stream ended without a finish reason")
         calls = tuple(self._call(part["function_call"]) for part in parts if "function_call" in part)
+        if any(not call.name for call in calls):
+            raise MalformedError("a function call without a name")
         text = "".join(part["text"] for part in parts if "text" in part and not part.get("thought"))
         yield Completion(
             items=({"role": "model", "parts": parts},) if text or calls else (),
@@ -155,7 +158,7 @@ class GeminiWire(History):
         if isinstance(error, self._errors.APIError):
             response = getattr(error, "response", None)
             headers = getattr(response, "headers", None)
-            return http_failure(error.code, error.message or str(error), kind=error.status, headers=headers)
+            return http_failure(error.code, error.message or "", kind=error.status, headers=headers)
         return None
 
     def replay(self, pending: Sequence[Item], out: PendingReplay) -> None:
@@ -200,6 +203,22 @@ class GeminiWire(History):
         if settings.thinking is not None:
             config["thinking_config"] = {"thinking_budget": settings.thinking, "include_thoughts": True}
         return self._types.GenerateContentConfig.model_validate(config)
+
+
+def _timed_client(httpx2: Any, connection: Connection) -> Any:
+    """An ``httpx2.Client`` that applies the connection's connect and read timeouts to every request.
+
+    google-genai sends each request with ``timeout=None`` (no timeout at all) unless ``HttpOptions``
+    has one, and that one would be a single value for every phase plus an ``X-Server-Timeout``
+    header that limits the whole generation. A request hook sets the timeouts instead.
+    """
+    timeouts = httpx2.Timeout(connection.timeout, connect=connection.connect_timeout).as_dict()
+
+    def set_timeouts(request: Any) -> None:
+        if not any(request.extensions.get("timeout", {}).values()):
+            request.extensions["timeout"] = timeouts
+
+    return httpx2.Client(timeout=timeouts, event_hooks={"request": [set_timeouts]})
 
 
 def _append(parts: list[Item], part: Item) -> None:

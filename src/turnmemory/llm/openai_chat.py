@@ -22,7 +22,7 @@ from turnmemory.llm._loop import (
 )
 from turnmemory.llm._openai import function_tool, openai_client, openai_failure
 from turnmemory.llm._reduce import Piece
-from turnmemory.llm._retry import Failure
+from turnmemory.llm._retry import Failure, MalformedError
 from turnmemory.llm._tools import Call, ToolResult, ToolSpec, parse_arguments, parse_output, result_text
 from turnmemory.llm.events import Event, Reason, Usage
 from turnmemory.providers import openai_chat as formatter
@@ -89,6 +89,8 @@ class OpenAIChatWire(History):
             raise StreamInterrupted("the response stream ended without a finish reason")
         content = "".join(text)
         ordered = [calls[index] for index in sorted(calls)]
+        if any(not call["name"] for call in ordered):
+            raise MalformedError("a tool call without a name")
         message: Item = {"role": "assistant", "content": content or None}
         for key, pieces in reasoning.items():
             message[key] = "".join(pieces)

@@ -57,12 +57,14 @@ class OpenAIResponsesWire(History):
         self, request: Mapping[str, Any], tools: Sequence[ToolSpec], turn_start: int
     ) -> Generator[Event | Completion, None, None]:
         items: dict[int, Item] = {}
+        streamed: set[int] = set()
         response: Any = None
         events = self._client.responses.create(**self._kwargs(request, tools))
         with events:
             for event in events:
                 kind = event.type
                 if kind == "response.output_text.delta" and event.delta:
+                    streamed.add(event.output_index)
                     yield Event("text", text=event.delta)
                 elif kind in _REASONING_DELTAS and event.delta:
                     yield Event("reasoning", text=event.delta)
@@ -79,6 +81,14 @@ class OpenAIResponsesWire(History):
                     raise ResponseFailed(event.code, event.message)
         if response is None:
             raise StreamInterrupted("the response stream ended before response.completed")
+        # Some compatible servers stream no per-item events: the completed response's output fills
+        # every index that no output_item.done delivered, and text that no delta streamed is sent now.
+        for index, item in enumerate(response.output or ()):
+            if index not in items:
+                items[index] = item.to_dict(mode="json")
+        for index, item in sorted(items.items()):
+            if item.get("type") == "message" and index not in streamed and _message_text(item):
+                yield Event("text", text=_message_text(item))
         output = tuple(items[index] for index in sorted(items))
         calls = tuple(
             Call(

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import base64
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
@@ -130,7 +130,7 @@ def _garbled(data: bytes) -> bytes:
     return data[:middle] + bytes([data[middle] ^ 0xFF]) + data[middle + 1 :] if data else data
 
 
-def apply_edits(frames: list[Frame], edits: tuple[StreamEdit, ...]) -> tuple[list[Frame], bool]:
+def apply_edits(frames: list[Frame], edits: Sequence[StreamEdit]) -> tuple[list[Frame], bool]:
     """The frames after ``edits``, and whether the stream ends normally (no ``cut``)."""
     frames = list(frames)
     for edit in edits:
