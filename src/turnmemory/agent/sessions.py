@@ -335,6 +335,8 @@ class SessionStore:
             try:
                 data = _event_data(seq, kind, raw)
                 message = _conversation_message(kind, data)
+                if kind == "compaction":
+                    messages[:] = Compaction.from_dict(data).apply(messages)
             except ValueError as error:
                 problems.append(
                     f"session {session_id[:8]} event {_label(seq)} ({_label(kind)}) skipped: {_one_line(str(error))}"
