@@ -12,13 +12,18 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.agent._support import MODELS
 
+from turnmemory.agent._runtime import open_agent
 from turnmemory.agent._spill import SpillArea, sweep_stale
+from turnmemory.agent.config import AgentConfig
 from turnmemory.agent.loop import Agent
+from turnmemory.agent.permissions import parse_rules
 from turnmemory.llm import Event
 from turnmemory.testing import Failure, FakeProviderServer, Reply, ToolCall
 
 MakeAgent = Callable[..., Agent]
+ECHO = str(Path(__file__).parent / "mcp_servers" / "echo_server.py")
 BIG = "seq 1 40000"
 """Prints about 230 kB: more than the model sees inline, so both streams' full text is spilled."""
 
@@ -139,18 +144,17 @@ def test_a_crashed_agents_spill_directory_is_removed_by_the_next_one_and_a_live_
         crashed_dir, live_dir = Path(crashed.stdout.readline().strip()), Path(live.stdout.readline().strip())
         crashed.kill()
         crashed.wait()
-        old_layout = root / "0123456789abcdef"  # a session's directory from before spill areas were locked
-        old_layout.mkdir()
-        (old_layout / "stdout.txt").write_text("raw output")
-        (root / "mcp").mkdir()
+        old_layouts = [root / "0123456789abcdef", root / "mcp"]  # from before spill areas were locked
+        for old in old_layouts:
+            old.mkdir()
+            (old / "stdout.txt").write_text("raw output")
         mine = SpillArea(root)
         assert crashed_dir.parent == root and not crashed_dir.exists()
         assert not Path(f"{crashed_dir}.lock").exists()
-        assert not old_layout.exists()
+        assert not any(old.exists() for old in old_layouts)
         assert (live_dir / "out.txt").read_text() == "raw output"
-        assert (root / "mcp").is_dir(), "the MCP results directory is not a process's area"
         assert sorted(p.name for p in root.iterdir()) == sorted(
-            ["mcp", live_dir.name, f"{live_dir.name}.lock", mine.path.name, f"{mine.path.name}.lock"]
+            [live_dir.name, f"{live_dir.name}.lock", mine.path.name, f"{mine.path.name}.lock"]
         )
         mine.close()
         assert not mine.path.exists() and not Path(f"{mine.path}.lock").exists()
@@ -159,4 +163,33 @@ def test_a_crashed_agents_spill_directory_is_removed_by_the_next_one_and_a_live_
         live.wait()
         crashed.wait()
     sweep_stale(root)
-    assert [p.name for p in root.iterdir()] == ["mcp"]
+    assert list(root.iterdir()) == []
+
+
+def test_a_spilled_mcp_result_lives_for_its_turn_and_the_area_goes_with_the_agent(
+    server: FakeProviderServer, data_dir: Path, workspace: Path
+) -> None:
+    call = ToolCall("call_mcp_tool", {"server": "echo", "tool": "echo", "arguments": {"text": "x" * 40_000}})
+    server.push(Reply(text="Echoing.", tool_calls=[call]), Reply(text="Echoed."))
+    config = AgentConfig(
+        provider="openai_chat",
+        model=MODELS["openai_chat"],
+        base_url=server.base_url("openai_chat"),
+        api_key="test-key",
+        allow=parse_rules(["mcp"]),
+        mcp={"servers": {"echo": {"command": sys.executable, "args": [ECHO]}}},
+    )
+    spilled: list[Path] = []
+
+    class Watcher(SpillWatcher):
+        def event(self, event: Event, elapsed: float | None) -> None:
+            if event.kind == "tool_end" and isinstance(event.output, dict) and "spill_file" in event.output:
+                spilled.append(Path(event.output["spill_file"]))
+                assert spilled[-1].is_file()
+
+    with open_agent(config, workspace=str(workspace), view=Watcher(), ask=None) as agent:
+        area = Path(agent.context.spill_dir)
+        assert agent.turn("echo").status == "done"
+        assert len(spilled) == 1 and area in spilled[0].parents
+        assert not spilled[0].exists()
+    assert not area.exists() and list((data_dir / "spill").iterdir()) == []

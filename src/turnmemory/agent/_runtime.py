@@ -6,6 +6,7 @@ import os
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 
+from turnmemory.agent._spill import SpillArea
 from turnmemory.agent.config import AgentConfig, ConfigError
 from turnmemory.agent.loop import Agent, View
 from turnmemory.agent.permissions import Asker
@@ -45,6 +46,8 @@ def open_agent(
         raise ConfigError(f"workspace is not a directory: {workspace}")
     with ExitStack() as stack:
         store = stack.enter_context(SessionStore.open_default())
+        spill = SpillArea(store.spill_root)
+        stack.callback(spill.close)
         for notice in store.notices:
             view.notice(notice)
         session_id = pick_session(store, workspace, session, latest)
@@ -59,7 +62,7 @@ def open_agent(
             except ValueError as error:
                 raise ConfigError(f"{config.path or 'config'}: {error}") from None
             if servers:
-                manager = stack.enter_context(McpManager(servers, spill_dir=store.spill_root / "mcp"))
+                manager = stack.enter_context(McpManager(servers, spill_dir=spill.path / "mcp"))
                 extra_tools = mcp_tools(manager)
                 catalogue = manager.catalogue_text()
         yield Agent(
@@ -71,4 +74,5 @@ def open_agent(
             session_id=session_id,
             extra_tools=extra_tools,
             mcp_catalogue=catalogue,
+            spill=spill,
         )

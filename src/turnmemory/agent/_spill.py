@@ -1,6 +1,7 @@
-"""Spill files: the full outputs a tool cut short, kept for the model within the turn and no longer.
+"""Spill files: the full outputs a tool cut short (bash streams, MCP results), kept for the model within
+the turn and no longer.
 
-They hold raw, unredacted command output, so each agent process keeps them in a private directory of
+They hold raw, unredacted output, so each agent process keeps them in a private directory of
 its own (mode 0700, files 0600) under the data directory's ``spill`` root, empties it when a turn ends
 however it ends, and holds an ``flock`` on a lock file beside it while it lives. A process that
 crashed leaves its directory behind unlocked: the next agent to start removes it.
@@ -16,9 +17,6 @@ import uuid
 from pathlib import Path
 
 __all__ = ["SpillArea", "sweep_stale"]
-
-_SHARED = frozenset({"mcp"})
-"""Directories under the root that are not one process's area (the MCP results directory)."""
 
 
 class SpillArea:
@@ -61,7 +59,7 @@ def sweep_stale(root: Path) -> None:
     """Remove the spill directories (and lock files) of agent processes that no longer run."""
     for entry in os.scandir(root):
         name = entry.name.removesuffix(".lock")
-        if name in _SHARED or (entry.name.endswith(".lock") and (root / name).exists()):
+        if entry.name.endswith(".lock") and (root / name).exists():
             continue
         lock = _locked(root / f"{name}.lock")
         if lock is None:

@@ -133,7 +133,8 @@ class Agent:
     ``ask`` asks the user about a permission (``None`` in headless runs: anything not allowed by a
     rule is denied, with a reason the model sees). ``session_id`` resumes a stored session; without
     it a new one starts. ``extra_tools`` (the MCP wrappers) join the built-in tools, and
-    ``mcp_catalogue`` the system prompt.
+    ``mcp_catalogue`` the system prompt. ``spill`` is where cut outputs are kept during a turn (by
+    default a new area under the store's spill root).
     """
 
     def __init__(
@@ -148,6 +149,7 @@ class Agent:
         client_factory: ClientFactory = open_agent_client,
         extra_tools: Sequence[Tool] = (),
         mcp_catalogue: str = "",
+        spill: SpillArea | None = None,
     ) -> None:
         self.config = config
         self.store = store
@@ -156,10 +158,10 @@ class Agent:
         self._client_factory = client_factory
         self.tools = ToolRegistry([*builtin_tools(subagent=self._run_subagent), *extra_tools])
         self._readonly = ToolRegistry(READ_ONLY_TOOLS)
+        self._spill = spill or SpillArea(store.spill_root)
         self.permissions = Permissions(
-            self.workspace, config.allow, ask=ask, extra_readable=[str(store.spill_root)]
+            self.workspace, config.allow, ask=ask, extra_readable=[str(self._spill.path)]
         )
-        self._spill = SpillArea(store.spill_root)
         self.sandbox, unavailable = open_sandbox(config.sandbox, self.workspace, config.sandbox_readable)
         if unavailable is not None:
             view.notice(unavailable)
