@@ -298,6 +298,30 @@ def test_glob_respects_gitignore_in_a_git_repository(ctx: ToolContext) -> None:
     assert "src/app.py" not in run(ctx, "glob", pattern="**/*.py")["files"], "deleted files are not listed"
 
 
+@pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
+@pytest.mark.parametrize(
+    "ripgrep",
+    [
+        pytest.param(
+            shutil.which("rg"), id="rg", marks=pytest.mark.skipif(not shutil.which("rg"), reason="no rg")
+        ),
+        pytest.param(None, id="python"),
+    ],
+)
+def test_an_ignored_directory_asked_for_by_name_is_searched(ctx: ToolContext, ripgrep: str | None) -> None:
+    write(ctx, ".gitignore", "vendor/\n")
+    write(ctx, "vendor/lib.py", "needle = 1\n")
+    write(ctx, "vendor/.gitignore", "*.tmp\n")
+    write(ctx, "vendor/x.tmp", "needle\n")
+    write(ctx, "app.py", "needle = 2\n")
+    subprocess.run(["git", "init", "-q", ctx.workspace], check=True)
+    everywhere = _grep("needle", ctx.workspace, None, ripgrep=ripgrep)
+    assert [os.path.relpath(path, ctx.workspace) for path, _, _ in everywhere] == ["app.py"]
+    vendor = _grep("needle", os.path.join(ctx.workspace, "vendor"), None, ripgrep=ripgrep)
+    assert [os.path.relpath(path, ctx.workspace) for path, _, _ in vendor] == ["vendor/lib.py"]
+    assert run(ctx, "glob", pattern="*", path="vendor")["files"] == ["vendor/.gitignore", "vendor/lib.py"]
+
+
 def test_grep_python_fallback_respects_gitignore_and_include(ctx: ToolContext) -> None:
     _tree(ctx)
     found = _grep("needle", ctx.workspace, None, ripgrep=None)

@@ -178,7 +178,9 @@ def _git_files(root: str, deadline: Deadline) -> list[str] | None:
 def list_files(root: str, deadline: Deadline) -> list[str]:
     """The files under the real directory ``root`` that are not ignored, as sorted relative paths.
 
-    Symlinks are listed as files and never entered. :class:`ToolError` when ``deadline`` passes first.
+    Symlinks are listed as files and never entered. A directory git lists nothing in (one it ignores as a
+    whole, like ``node_modules``, asked for by name) is walked, with the ``.gitignore`` files inside it.
+    :class:`ToolError` when ``deadline`` passes first.
     """
     found = _git_files(root, deadline)
-    return found if found is not None else list(_walk(root, deadline))
+    return found if found else list(_walk(root, deadline))

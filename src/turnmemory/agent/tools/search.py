@@ -192,23 +192,32 @@ def _candidates(root: str, include: str | None, deadline: Deadline) -> list[str]
 
 
 def _searchable(path: str) -> bool:
+    """A regular file within the size limit whose start holds no NUL byte (not binary).
+
+    Cheap, since it runs for every listed file: the search itself opens the file again with every check.
+    """
     try:
         info = os.lstat(path)
+        if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_SEARCH_FILE_BYTES:
+            return False
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
     except OSError:
         return False
-    return stat.S_ISREG(info.st_mode) and info.st_size <= MAX_SEARCH_FILE_BYTES
+    try:
+        return b"\0" not in os.read(fd, _SNIFF_BYTES)
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
 
 
 def _text_lines(path: str, deadline: Deadline) -> Iterable[tuple[int, str]]:
-    """The lines of a text file, until the deadline; nothing for a binary file or one that changed kind."""
+    """The lines of a text file, until the deadline; nothing for one that changed kind since it was listed."""
     try:
         handle = open_regular(path, path)
     except (OSError, ToolError):
         return
     with handle:
-        if b"\0" in handle.read(_SNIFF_BYTES):
-            return
-        handle.seek(0)
         lines = iter_lines(handle, MAX_SEARCH_LINE_BYTES, lambda: not deadline.expired)
         for number, (raw, _) in enumerate(lines, start=1):
             yield number, raw.decode("utf-8", "replace").rstrip("\r")
