@@ -282,3 +282,14 @@ def test_redirect_limits_and_same_origin_hops() -> None:
 
 def _refuse(access: Access) -> None:
     raise ToolError(f"permission denied: {access.summary()}")
+
+
+def test_a_proxy_from_the_environment_gets_the_url_that_was_checked(
+    site: Site, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name in ("no_proxy", "NO_PROXY", "HTTP_PROXY"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("http_proxy", site.base)
+    out = fetch_text("http://user:pw@example.invalid/page?q=1#part", authorize=_refuse)
+    assert out["content"] == "public page"
+    assert site.paths == ["http://example.invalid:80/page?q=1"]  # no credentials, no fragment

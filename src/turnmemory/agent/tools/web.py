@@ -166,8 +166,11 @@ def _connection(url: str, timeout: float) -> tuple[http.client.HTTPConnection, s
     if proxy:
         via = urlsplit(proxy if "://" in proxy else f"http://{proxy}")
         proxy_host, proxy_port = via.hostname or "", via.port or 8080
-        if scheme == "http":
-            return http.client.HTTPConnection(proxy_host, proxy_port, timeout=timeout), url
+        if scheme == "http":  # the proxy gets the URL rebuilt from what was checked, never the raw text
+            netloc = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+            return http.client.HTTPConnection(
+                proxy_host, proxy_port, timeout=timeout
+            ), f"http://{netloc}{target}"
         tunnelled = http.client.HTTPSConnection(
             proxy_host, proxy_port, timeout=timeout, context=ssl.create_default_context()
         )
