@@ -97,7 +97,7 @@ def test_a_long_session_compacts_into_a_summary_and_stays_within_the_window(
 ) -> None:
     (workspace / "notes.txt").write_text("hello\n")
     agent = open_agent(provider)
-    for n in range(16):
+    for n in range(8):
         turn(agent, server, n, summary=f"SUMMARY-{n}: the user stepped through the plan.")
 
     compactions = stored(agent, "compaction")
@@ -122,7 +122,7 @@ def test_drop_mode_replaces_old_turns_with_a_marker_and_asks_no_summary(
     server: FakeProviderServer, open_agent: Callable[..., Agent]
 ) -> None:
     agent = open_agent("openai_chat", compaction="drop")
-    for n in range(14):
+    for n in range(8):
         turn(agent, server, n)
     first = agent.messages[0]
     assert first.content.startswith(MARKER) and "dropped" in first.content
@@ -195,7 +195,7 @@ def test_a_compacted_session_resumed_in_a_new_process_sends_what_the_live_one_se
 ) -> None:
     (workspace / "notes.txt").write_text("hello\n")
     live = open_agent(provider)
-    for n in range(14):
+    for n in range(7):
         turn(live, server, n, summary=f"SUMMARY-{n}.")
     assert stored(live, "compaction"), "the session should have compacted"
 

@@ -166,7 +166,7 @@ rounds = st.lists(
 
 
 @pytest.mark.parametrize("provider", PROVIDERS)
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=15, deadline=None)
 @given(script=rounds, budget=st.integers(1500, 12_000))
 def test_reduction_keeps_ids_pairing_names_and_status(
     provider: str, script: list[list[tuple[int, bool, int]]], budget: int
