@@ -17,7 +17,7 @@ from tests.agent._support import body_text
 
 from turnmemory.agent.loop import Agent
 from turnmemory.agent.permissions import Access, Answer
-from turnmemory.agent.sandbox import HOME, Sandbox, SandboxMode, open_sandbox, sandbox_unavailable
+from turnmemory.agent.sandbox import HOME, SandboxMode, open_sandbox, sandbox_unavailable
 from turnmemory.agent.tools import ToolContext, ToolError, ToolRegistry, builtin_tools
 from turnmemory.testing import FakeProviderServer, Reply, ToolCall
 
@@ -249,12 +249,6 @@ def test_an_escalation_needs_a_justification(machine: dict[str, Path]) -> None:
     assert action.run()["stdout"] == SECRET, "a granted escalation runs on the host"
 
 
-def test_an_unavailable_sandbox_says_why_in_one_line(machine: dict[str, Path]) -> None:
-    assert sandbox_unavailable("/nonexistent/bwrap") == "bubblewrap (bwrap) is not installed"
-    assert open_sandbox("off", str(machine["workspace"])) == (None, None)
-    assert isinstance(open_sandbox("read-only", str(machine["workspace"]))[0], Sandbox)
-
-
 # -- the permission decisions, through the agent --------------------------------------------------
 
 
@@ -327,20 +321,3 @@ def test_headless_runs_plain_commands_contained_and_refuses_the_rest(
     server.push(Reply(tool_calls=[ToolCall("bash", escalate)]), Reply(text="Read it."))
     cli("run", "--base-url", url, "--allow", "bash:cat *", "again")
     assert SECRET in body_text(server.requests[-1].body), "an escalation the rules grant runs on the host"
-
-
-def test_headless_without_bubblewrap_says_so_and_falls_back_to_the_rules(
-    machine: dict[str, Path], server: FakeProviderServer, cli: Run, tmp_path: Path
-) -> None:
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    for program in ("bash", "cat"):
-        (bin_dir / program).symlink_to(subprocess.check_output(["which", program], text=True).strip())
-    server.push(Reply(tool_calls=[ToolCall("bash", {"command": "cat ../other/secret"})]), Reply(text="No."))
-    done = cli("run", "--base-url", server.base_url("anthropic"), "go", extra_env={"PATH": str(bin_dir)})
-    assert (
-        "turnmemory: no bash sandbox: bubblewrap (bwrap) is not installed; "
-        "bash commands go by the permission rules and prompts\n"
-    ) in done.stderr
-    results = body_text(server.requests[1].body)
-    assert SECRET not in results and "not allowed without asking: bash: cat ../other/secret" in results
