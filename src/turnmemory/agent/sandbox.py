@@ -3,7 +3,7 @@
 Modes (``--sandbox``, ``TURNMEMORY_SANDBOX``, ``[sandbox] mode``):
 
 - ``workspace-write`` (the default where bubblewrap works): the workspace writable at its own path,
-  a private ``/tmp`` and ``$HOME``, the system directories programs need (``/usr``, the ``/lib``
+  a private ``/tmp`` (and ``/var/tmp``) and ``$HOME``, the system directories programs need (``/usr``, the ``/lib``
   links, the parts of ``/etc`` that hold no secrets) read-only, a minimal ``/proc`` and ``/dev``. Nothing
   else of the machine exists inside: not the user's home, other projects, the host's ``/tmp``,
   credential stores or sockets. No network (a private network namespace), a private PID namespace
@@ -119,7 +119,19 @@ def _system_view() -> list[str]:
             args += ["--symlink", os.readlink(path), path]
         elif os.path.exists(path):
             args += ["--ro-bind", path, path]
-    return [*args, "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--dir", HOME]
+    return [
+        *args,
+        "--proc",
+        "/proc",
+        "--dev",
+        "/dev",
+        "--tmpfs",
+        "/tmp",
+        "--tmpfs",
+        "/var/tmp",
+        "--dir",
+        HOME,
+    ]
 
 
 @functools.cache
