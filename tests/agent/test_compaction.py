@@ -365,8 +365,9 @@ def test_the_repl_compacts_on_request_and_shows_reductions(
     for n in range(2):
         turn(agent, server, n)
     server.push(Reply(text="Two steps so far."))
-    assert repl.command("/help") and repl.command("/compact")
+    assert repl.command("/help") and repl.command("/compact") and repl.command("/context")
     view.event(Event("reduced", text="cleared 3 tool results (~1200 tokens) to fit the context window"), None)
     out = screen.getvalue()
     assert "/compact" in out and "compacted the session: 1 earlier turn summarized" in out
     assert "cleared 3 tool results (~1200 tokens)" in out
+    assert f"of the {WINDOW:,}-token window" in out

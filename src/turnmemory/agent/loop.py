@@ -251,7 +251,7 @@ class Agent:
         accounting = self.client.accounting
         budget = accounting.limits.budget
         specs = _specs(self.tools)
-        before = self.client.request_tokens(self.request_history(), prompt or ".", tools=specs)
+        before = self.request_tokens(prompt)
         if not force and before <= TRIGGER * budget:
             return None
         sizes = [accounting.scaled(accounting.counter.value(m.to_dict())) for m in self.messages]
@@ -282,6 +282,10 @@ class Agent:
             f"compacted the session: {turns} earlier turn{plural} {done} (~{compaction.freed} tokens freed)"
         )
         return compaction
+
+    def request_tokens(self, prompt: str = "") -> int:
+        """The estimated tokens of the next request for ``prompt`` (tools and pending state included)."""
+        return self.client.request_tokens(self.request_history(), prompt or ".", tools=_specs(self.tools))
 
     def _summarize(self, messages: list[Message], budget: int) -> str | None:
         """A model-written summary of ``messages`` (a request without tools), or ``None`` on failure."""

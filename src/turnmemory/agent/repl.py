@@ -405,6 +405,12 @@ class Repl:
         table.add_row("[bold]total[/]", f"[bold]{sum(layer.size for layer in layers):,}[/]")
         self.console.print(table)
         self.console.print("[dim]UTF-8 bytes of the provider's JSON; the new message comes on top[/]")
+        accounting = self.agent.client.accounting
+        limits = accounting.limits
+        self.console.print(
+            f"about {self.agent.request_tokens():,} tokens ({accounting.counter.unit} estimate); a request may "
+            f"carry {limits.budget:,} of the {limits.window:,}-token window"
+        )
 
 
 _PROVIDERS = ("anthropic", "openai_chat", "openai_responses", "gemini", "bedrock")
