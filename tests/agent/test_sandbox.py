@@ -6,13 +6,17 @@ from __future__ import annotations
 
 import http.server
 import os
+import shlex
 import subprocess
+import tempfile
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from tests.agent._support import body_text
 
 from turnmemory.agent.loop import Agent
@@ -322,3 +326,45 @@ def test_headless_runs_plain_commands_contained_and_refuses_the_rest(
     server.push(Reply(tool_calls=[ToolCall("bash", escalate)]), Reply(text="Read it."))
     cli("run", "--base-url", url, "--allow", "bash:cat *", "again")
     assert SECRET in body_text(server.requests[-1].body), "an escalation the rules grant runs on the host"
+
+
+_NAMES = st.text(alphabet="abcdefghijklmnopqrstuvwxyz0123456789._-", min_size=1, max_size=12).filter(
+    lambda name: name not in (".", "..")
+)
+_READERS = st.sampled_from(
+    [
+        "cat {path}",
+        "head -c 4096 {path}",
+        "grep -r . {parent}",
+        "cp -r {parent} copied; cat copied/*",
+        "find {parent} -type f -exec cat {{}} +",
+        "python3 -c 'import sys; print(open(sys.argv[1]).read())' {path}",
+        "tar cf - {parent} | tar xOf -",
+        "ln -s {path} linked && cat linked",
+    ]
+)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(where=st.lists(_NAMES, min_size=1, max_size=3), reader=_READERS, token=st.uuids())
+def test_no_file_outside_the_workspace_reaches_a_contained_command(
+    tmp_path: Path, where: list[str], reader: str, token: object
+) -> None:
+    with tempfile.TemporaryDirectory(dir=tmp_path) as root:
+        workspace = Path(root, "ws")
+        workspace.mkdir()
+        secret = Path(root, *where)
+        if workspace in (secret, *secret.parents):
+            return
+        secret.parent.mkdir(parents=True, exist_ok=True)
+        secret.write_text(f"TOKEN-{token}")
+        sandbox, _ = open_sandbox("workspace-write", str(workspace))
+        ctx = ToolContext(workspace=str(workspace), spill_dir=str(Path(root, "spill")), sandbox=sandbox)
+        out = bash(ctx, reader.format(path=shlex.quote(str(secret)), parent=shlex.quote(str(secret.parent))))
+        assert f"TOKEN-{token}" not in out["stdout"] + out.get("stderr", "")
+        copies = [
+            p
+            for p in workspace.rglob("*")
+            if p.is_file() and f"TOKEN-{token}" in p.read_text("utf-8", "replace")
+        ]
+        assert copies == []
