@@ -13,6 +13,9 @@ Modes (``--sandbox``, ``TURNMEMORY_SANDBOX``, ``[sandbox] mode``):
 - ``read-only``: the same view with the workspace read-only.
 - ``off``: commands run on the host, decided by the permission rules alone.
 
+bubblewrap's ``--die-with-parent`` fires when the *thread* that started it ends; the agent starts each
+command from the thread that then waits for it, so that happens only when the command or the agent ends.
+
 ``[sandbox] readable`` lists more paths to show read-only inside (toolchains kept under the home
 directory, such as ``~/.pyenv``).
 """
