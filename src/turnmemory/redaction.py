@@ -17,8 +17,9 @@ secret:
 - **random-looking blobs**: a long base64 run with high entropy (a PEM body line, an AWS secret key).
 
 Matching runs on a normalized view of the text (NFKC, format and control characters removed,
-``%XX`` and backslash escapes decoded), so zero-width spaces, soft hyphens and fullwidth letters inside a token do not
-hide it; the corresponding span of the original text is replaced. Redaction is idempotent.
+``%XX`` and backslash escapes decoded), so zero-width spaces, soft hyphens and fullwidth letters
+inside a token do not hide it; the corresponding span of the original text is replaced. Redaction is
+idempotent.
 
 Add your own shapes with :func:`register`; they apply everywhere the built-in rules do::
 
@@ -132,8 +133,9 @@ _WEAK_LAST = {
     "signingkey", "encryptionkey", "sessionkey", "clientkey",
 }  # fmt: skip
 _NOT_SECRET_LAST = {
-    "stdin", "prompt", "cmd", "command", "helper", "manager", "reset", "required", "storage", "file", "files", "path", "paths", "dir", "name", "names", "id", "ids", "length", "len", "size",
-    "type", "types", "count", "enabled", "disabled", "env", "var", "field", "fields", "url", "uri",
+    "stdin", "prompt", "cmd", "command", "helper", "manager", "reset", "required", "storage", "file",
+    "files", "path", "paths", "dir", "name", "names", "id", "ids", "length", "len", "size", "type",
+    "types", "count", "enabled", "disabled", "env", "var", "field", "fields", "url", "uri",
     "endpoint", "header", "prefix", "suffix", "format", "mode", "policy", "hint", "label", "min", "max",
     "timeout", "ttl", "expiry", "expires", "version", "algorithm", "alg", "kind", "store", "column",
 }  # fmt: skip
@@ -160,11 +162,11 @@ def _strength(name: str) -> int:
 
 # -- the rules ------------------------------------------------------------------------------------
 
-# A value in a credential position: quoted, escaped-quoted (JSON inside a string) or bare. A line
+# A value in a credential position: quoted or bare (the view has already unescaped ``\"``). A line
 # continuation (``\`` then whitespace) may come first.
 _VALUE = (
-    r"(?:\\\s+)*(?P<secret>\[REDACTED\](?=[\s'\",;&|)}\]]|$)|\\\"(?:[^\"\\]|\\[^\"])*\\\"|\"[^\"]*\""
-    r"|'[^']*'|(?:[^\s'\"\\,;&|)}<>`]|\\[^\s\"'])+)"
+    r"(?:\\\s+)*(?P<secret>\[REDACTED\](?=[\s'\",;&|)}\]]|$)|\"[^\"]*\"|'[^']*'"
+    r"|(?:[^\s'\"\\,;&|)}<>`]|\\[^\s\"'])+)"
 )
 
 
@@ -173,9 +175,8 @@ def _value_of(match: re.Match[str]) -> str:
 
 
 def _unquoted(value: str) -> str:
-    for quote in ('\\"', '"', "'"):
-        if len(value) >= 2 * len(quote) and value.startswith(quote) and value.endswith(quote):
-            return value[len(quote) : -len(quote)]
+    if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'":
+        return value[1:-1]
     return value
 
 
@@ -226,10 +227,10 @@ def _sk_value(match: re.Match[str], text: str) -> bool:
 
 
 def _token_body(match: re.Match[str], text: str) -> bool:
+    """Not a word: mixed case, or digits."""
     value = match.group("secret")[3:]
-    return any(c.isupper() for c in value) == any(c.islower() for c in value) or any(
-        c.isdigit() for c in value
-    )
+    mixed = any(c.isupper() for c in value) and any(c.islower() for c in value)
+    return mixed or any(c.isdigit() for c in value)
 
 
 def _htpasswd_batch(match: re.Match[str], text: str) -> bool:
@@ -319,7 +320,7 @@ _BUILTIN: tuple[SecretRule, ...] = (
     _rule(_I + r"\b(?:set-)?cookie\s*:\s*(?P<secret>[^'\"\n]+)", ["cookie"], _always),
     # Assignments and key/value pairs: NAME=value, NAME: value, "name": "value", NAME := value.
     _rule(
-        r"(?<![A-Za-z0-9_.-])(?P<name>[A-Za-z0-9_.-]+)(?:\\?[\"'])?\s*(?::=|=>|=|:)\s*(?=" + _VALUE + ")",
+        r"(?<![A-Za-z0-9_.-])(?P<name>[A-Za-z0-9_.-]+)[\"']?\s*(?::=|=>|=|:)\s*(?=" + _VALUE + ")",
         _KEYWORD_HINTS,
         _named,
         anchors="=:",
