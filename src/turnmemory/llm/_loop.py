@@ -39,6 +39,8 @@ from turnmemory.replay import ArgumentPolicy, IdStyle
 from turnmemory.segments import TurnRecorder
 
 __all__ = [
+    "DEFAULT_CONNECT_TIMEOUT",
+    "DEFAULT_TIMEOUT",
     "Client",
     "Completion",
     "Connection",
@@ -83,6 +85,12 @@ class Settings:
     """Chat Completions: one call per assistant message (``None``: as the model's family needs)."""
 
 
+DEFAULT_TIMEOUT = 300.0
+"""Seconds without a byte of a response before a request fails (long reasoning can be silent for minutes)."""
+DEFAULT_CONNECT_TIMEOUT = 10.0
+"""Seconds to wait for a connection."""
+
+
 @dataclass(frozen=True, slots=True)
 class Connection:
     """How a wire format reaches its provider: SDK client options, or a ready SDK ``client``."""
@@ -91,9 +99,9 @@ class Connection:
     api_key: str | None = None
     client: Any = None
     http_client: Any = None
-    timeout: float = 300.0
+    timeout: float = DEFAULT_TIMEOUT
     """Seconds to wait for the next bytes of a response (an SDK's read timeout)."""
-    connect_timeout: float = 10.0
+    connect_timeout: float = DEFAULT_CONNECT_TIMEOUT
     """Seconds to wait for a connection."""
     region: str | None = None
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from turnmemory.llm._loop import Client, Connection, Settings
+from turnmemory.llm._loop import DEFAULT_CONNECT_TIMEOUT, DEFAULT_TIMEOUT, Client, Connection, Settings
 from turnmemory.llm._retry import RetryPolicy
 from turnmemory.llm._tokens import ContextLimits, Tokenizer, open_counter
 from turnmemory.replay import ArgumentPolicy, IdStyle
@@ -25,10 +25,6 @@ PROVIDERS: tuple[str, ...] = tuple(_WIRES)
 """The provider names ``open_client`` knows."""
 
 DEFAULT_MAX_TOOL_TURNS = 100
-DEFAULT_TIMEOUT = 300.0
-"""Seconds to wait for the next bytes of a response (long reasoning can be silent for minutes)."""
-DEFAULT_CONNECT_TIMEOUT = 10.0
-"""Seconds to wait for a connection."""
 
 
 def open_client(
