@@ -229,6 +229,18 @@ def test_a_trickle_ends_at_the_turn_deadline(
     assert end.error == "the turn took longer than its deadline of 0.5 s"
 
 
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_silence_under_a_deadline_ends_at_the_deadline_not_the_read_timeout(
+    provider: str, server: FakeProviderServer, make_client: MakeClient
+) -> None:
+    client = make_client(provider, deadline=0.5)  # the read timeout stays at its default of 300 s
+    server.push(Hang())
+    events, _ = run(client)
+    end = terminal(events)
+    assert (end.kind, end.reason) == ("error", "deadline") and "timed out" in (end.error or "")
+
+
 @pytest.mark.parametrize("provider", PROVIDERS)
 def test_no_retry_waits_past_the_deadline(
     provider: str, server: FakeProviderServer, make_client: MakeClient, sleeps: list[float]

@@ -66,10 +66,10 @@ def open_client(
     configure a Gemini or boto3 client's retries and timeouts yourself).
 
     ``retry`` is the policy for failed requests; ``max_tool_turns`` bounds the tool iterations of one
-    turn and ``deadline`` (seconds, tools included) its duration. ``max_tokens`` caps the output
-    (Anthropic needs one: 8192 by default). ``temperature`` is not accepted by Anthropic.
-    ``thinking`` is a reasoning token budget (Anthropic, Gemini, Claude on Bedrock) and
-    ``reasoning_effort`` an effort level (OpenAI). ``session_id`` becomes OpenAI's
+    turn and ``deadline`` (seconds, tools included; the read timeout never exceeds it) its duration.
+    ``max_tokens`` caps the output (Anthropic needs one: 8192 by default). ``temperature`` is not
+    accepted by Anthropic. ``thinking`` is a reasoning token budget (Anthropic, Gemini, Claude on
+    Bedrock) and ``reasoning_effort`` an effort level (OpenAI). ``session_id`` becomes OpenAI's
     ``prompt_cache_key``. ``arguments`` and ``id_style`` choose how history replays (see
     :mod:`turnmemory.replay`: ``"empty"`` or ``"target"``; ``"historical"`` or ``"compact"``).
     On ``"openai_chat"`` the history takes the form the model's family needs (see
@@ -93,6 +93,8 @@ def open_client(
     for name, seconds in (("timeout", timeout), ("connect_timeout", connect_timeout)):
         if not seconds > 0:
             raise ValueError(f"{name}: expected a positive number of seconds, got {seconds!r}")
+    if deadline is not None and deadline > 0:
+        timeout = min(timeout, deadline)  # a silent stream must not outlast the whole turn
     settings = Settings(
         model=model,
         max_tokens=max_tokens,
