@@ -260,7 +260,7 @@ class Client:
         """Seconds one turn may take, tools included, or ``None``: past it the turn ends (``deadline``).
 
         It is checked before each request, before each retry's wait and at each streamed event; a
-        stream that sends nothing at all ends at the read timeout instead."""
+        stream that sends nothing ends at the read timeout, which ``open_client`` keeps within it."""
         self.accounting = Accounting(counter or open_counter(), limits or ContextLimits.of(model))
         """The context window, the output reserve and the calibrated token estimate of requests."""
         self._wire = wire
