@@ -1,0 +1,59 @@
+"""What running bash in the sandbox costs: the bash tool's wall time per command, off against
+``workspace-write``, side by side and interleaved.
+
+    .venv/bin/python benchmarks/sandbox.py [--runs N]
+
+Commands, in this repository: ``true`` (the fixed cost: bubblewrap sets up its namespaces and mounts),
+``git status --short`` and ``ls -lR src``. Each row is the median of ``--runs`` calls of the tool's
+``run_command`` (spill files, watchdog registration and process-group cleanup included).
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from turnmemory.agent.sandbox import open_sandbox, sandbox_unavailable
+from turnmemory.agent.tools import ToolContext
+from turnmemory.agent.tools.shell import run_command
+
+ROOT = Path(__file__).resolve().parents[1]
+COMMANDS = ("true", "git status --short", "ls -lR src")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=30)
+    args = parser.parse_args()
+    unavailable = sandbox_unavailable()
+    if unavailable is not None:
+        print(f"no sandbox to measure: {unavailable}", file=sys.stderr)
+        return 1
+    sandbox, _ = open_sandbox("workspace-write", str(ROOT))
+    with tempfile.TemporaryDirectory() as spill:
+        contexts = {
+            "off": ToolContext(workspace=str(ROOT), spill_dir=spill),
+            "workspace-write": ToolContext(workspace=str(ROOT), spill_dir=spill, sandbox=sandbox),
+        }
+        print("| command | off | workspace-write | extra | ratio |")
+        print("| --- | ---: | ---: | ---: | ---: |")
+        for command in COMMANDS:
+            times: dict[str, list[float]] = {name: [] for name in contexts}
+            for _ in range(args.runs):
+                for name, ctx in contexts.items():
+                    start = time.perf_counter()
+                    run_command(command, 60, ctx)
+                    times[name].append(time.perf_counter() - start)
+            off, boxed = (statistics.median(times[name]) * 1000 for name in contexts)
+            print(
+                f"| `{command}` | {off:.1f} ms | {boxed:.1f} ms | {boxed - off:+.1f} ms | {boxed / off:.2f}x |"
+            )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
