@@ -200,8 +200,8 @@ BASH = Tool(
     description=(
         "Run a shell command with bash in the workspace (stdin closed, no terminal). Returns exit_code, "
         "stdout and stderr; long outputs are cut to their head and tail and the full text is saved to a file "
-        "you may read during this turn. A non-zero exit is reported, not an error; a timeout kills the "
-        "command, and background processes end with it. When a sandbox is in use, commands run contained: "
+        "you may read with read_file during this turn. A non-zero exit is reported, not an error; a timeout "
+        "kills the command, and background processes end with it. When a sandbox is in use, commands run contained: "
         "the workspace and the system's programs only, no network, a private /tmp and HOME. A command that "
         "needs more (the network, files outside the workspace) may set escalate with a justification: it "
         "then runs outside the sandbox if the user allows it."
