@@ -216,6 +216,15 @@ def test_a_server_that_never_answers_ends_at_the_read_timeout(
     assert retries[0].error is not None and "timed out" in retries[0].error.lower()
 
 
+def test_gemini_timeouts_do_not_limit_the_generation_server_side(
+    server: FakeProviderServer, make_client: MakeClient
+) -> None:
+    """google-genai's own timeout option also sends X-Server-Timeout; the client's timeouts do not."""
+    server.push(Reply(text="Fine."))
+    run(make_client("gemini", timeout=7))
+    assert "x-server-timeout" not in server.requests[-1].headers
+
+
 @pytest.mark.timeout(60)
 @pytest.mark.parametrize("provider", PROVIDERS)
 def test_a_trickle_ends_at_the_turn_deadline(
