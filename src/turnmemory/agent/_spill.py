@@ -77,7 +77,7 @@ def sweep_stale(root: Path) -> None:
 
 
 def _locked(path: Path) -> int | None:
-    """A descriptor holding an exclusive lock on ``path`` (created 0600), or ``None`` when another holds it."""
+    """A descriptor locking ``path`` (created 0600) exclusively, or ``None`` when another holds it."""
     fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)

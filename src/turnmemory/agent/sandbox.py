@@ -3,10 +3,10 @@
 Modes (``--sandbox``, ``TURNMEMORY_SANDBOX``, ``[sandbox] mode``):
 
 - ``workspace-write`` (the default where bubblewrap works): the workspace writable at its own path,
-  a private ``/tmp`` (and ``/var/tmp``) and ``$HOME``, the system directories programs need (``/usr``, the ``/lib``
-  links, the parts of ``/etc`` that hold no secrets) read-only, a minimal ``/proc`` and ``/dev``. Nothing
-  else of the machine exists inside: not the user's home, other projects, the host's ``/tmp``,
-  credential stores or sockets. No network (a private network namespace), a private PID namespace
+  a private ``/tmp`` (and ``/var/tmp``) and ``$HOME``, the system directories programs need (``/usr``,
+  the ``/lib`` links, the parts of ``/etc`` that hold no secrets) read-only, a minimal ``/proc`` and
+  ``/dev``. Nothing else of the machine exists inside: not the user's home, other projects, the host's
+  ``/tmp``, credential stores or sockets. No network (a private network namespace), a private PID namespace
   that dies with the agent, a new terminal session, and a minimal environment (no API keys).
   The workspace's ``.git/config`` and ``.git/hooks`` stay read-only: they run code outside the
   sandbox later.
@@ -78,7 +78,7 @@ _ETC = (
     "timezone",
     "vim",
 )
-"""The parts of ``/etc`` programs read to run; never ``shadow``, host keys, ``ssl/private``, ``environment``..."""
+"""The parts of ``/etc`` programs read to run; never ``shadow``, host keys, ``ssl/private``..."""
 _PROTECTED = (".git/config", ".git/hooks")
 """Workspace paths kept read-only: code in them runs later outside the sandbox."""
 _PASSED_ENV = ("PATH", "LANG", "LANGUAGE", "TZ", "USER", "LOGNAME")

@@ -199,12 +199,12 @@ BASH = Tool(
     name="bash",
     description=(
         "Run a shell command with bash in the workspace (stdin closed, no terminal). Returns exit_code, "
-        "stdout and stderr; long outputs are cut to their head and tail and the full text is saved to a file "
-        "you may read with read_file during this turn. A non-zero exit is reported, not an error; a timeout "
-        "kills the command, and background processes end with it. When a sandbox is in use, commands run contained: "
-        "the workspace and the system's programs only, no network, a private /tmp and HOME. A command that "
-        "needs more (the network, files outside the workspace) may set escalate with a justification: it "
-        "then runs outside the sandbox if the user allows it."
+        "stdout and stderr; long outputs are cut to their head and tail and the full text is saved to a "
+        "file you may read with read_file during this turn. A non-zero exit is reported, not an error; a "
+        "timeout kills the command, and background processes end with it. When a sandbox is in use, "
+        "commands run contained: the workspace and the system's programs only, no network, a private /tmp "
+        "and HOME. A command that needs more (the network, files outside the workspace) may set escalate "
+        "with a justification: it then runs outside the sandbox if the user allows it."
     ),
     input_schema={
         "type": "object",
@@ -218,7 +218,7 @@ BASH = Tool(
             },
             "escalate": {
                 "type": "boolean",
-                "description": "Ask to run outside the sandbox (needs a justification and the user's permission).",
+                "description": "Run outside the sandbox (needs a justification and the user's permission).",
             },
             "justification": {
                 "type": "string",
