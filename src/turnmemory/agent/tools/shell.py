@@ -42,6 +42,7 @@ MAX_OUTPUT_BYTES = 256 * 1024 * 1024
 """The most a command may print (both streams together) before it is killed."""
 _HEAD = MAX_STREAM_BYTES // 3
 _POLL = 0.2
+_SYSTEM_PATH = "/usr/bin:/bin"
 _QUIET_ENV = {"PAGER": "cat", "GIT_PAGER": "cat", "TERM": "dumb", "GIT_TERMINAL_PROMPT": "0"}
 _SANDBOX_HINT = (
     "the command ran in the sandbox (no network, nothing outside the workspace); if it needs more, "
@@ -71,10 +72,12 @@ def _prepare_bash(arguments: Mapping[str, Any], ctx: ToolContext) -> Action:
 def run_command(command: str, timeout: float, ctx: ToolContext, *, contained: bool = True) -> dict[str, Any]:
     """Run ``command`` with ``bash -c`` in the workspace (in ``ctx``'s sandbox when ``contained``)."""
     sandbox = ctx.sandbox if contained else None
-    shell = shutil.which("bash") or "/bin/sh"
-    argv, env = [shell, "-c", command], {**os.environ, **_QUIET_ENV}
-    if sandbox is not None:
-        argv, env = sandbox.command(argv), sandbox.environment(_QUIET_ENV)
+    if sandbox is None:
+        shell = shutil.which("bash") or "/bin/sh"
+        argv, env = [shell, "-c", command], {**os.environ, **_QUIET_ENV}
+    else:  # a bash the sandbox shows (the system's, not one under the home directory)
+        shell = shutil.which("bash", path=_SYSTEM_PATH) or "/bin/sh"
+        argv, env = sandbox.command([shell, "-c", command]), sandbox.environment(_QUIET_ENV)
     stdout_path, stderr_path = ctx.spill_path("stdout.txt"), ctx.spill_path("stderr.txt")
     stdout, stderr = _private_file(stdout_path), _private_file(stderr_path)
     try:
