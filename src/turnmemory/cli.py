@@ -1,11 +1,14 @@
-"""The ``turnmemory`` command: ``analyze``, ``run``, ``chat``, ``sessions``, ``show``.
+"""The ``turnmemory`` command: ``analyze``, ``run``, ``chat``, ``sessions``, ``show``, ``config``.
 
-Each area registers its own subcommands on the shared typer app; this module only assembles them.
+Each area registers its own subcommands on the shared typer app; this module only assembles them. Help
+is plain text (it reads the same at 80 columns, piped or not); ``-h`` is ``--help``.
 """
 
 from __future__ import annotations
 
+import os
 import sys
+from importlib.metadata import PackageNotFoundError, version
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -24,10 +27,34 @@ def main(argv: list[str] | None = None) -> None:
         no_args_is_help=True,
         add_completion=False,
         pretty_exceptions_enable=False,
+        rich_markup_mode=None,
+        context_settings={"help_option_names": ["-h", "--help"]},
     )
+
+    @app.callback(invoke_without_command=True)
+    def root(
+        show_version: bool = typer.Option(False, "--version", help="Show the version and exit."),
+    ) -> None:
+        """Turn-boundary tool-history memory for coding agents."""
+        if show_version:
+            print(f"turnmemory {_version()}")
+            raise typer.Exit(0)
+
     for register in _registrars():
         register(app)
-    app(args=argv, prog_name="turnmemory")
+    try:
+        app(args=argv, prog_name="turnmemory")
+    except BrokenPipeError:
+        # the reader went away (``turnmemory analyze ... | head``): stop quietly, as other tools do
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        raise SystemExit(141) from None
+
+
+def _version() -> str:
+    try:
+        return version("turnmemory")
+    except PackageNotFoundError:
+        return "unknown (not installed)"
 
 
 def _registrars() -> list:  # type: ignore[type-arg]

@@ -44,7 +44,7 @@ def test_a_three_turn_session_through_the_command_line(
     server.push(*three_turn_script())
     common = ["--provider", provider, "--base-url", server.base_url(provider)]
     first = cli("run", *common, "look at the notes")
-    assert first.stdout == "Reading notes.They say hello.\n"
+    assert first.stdout == "Reading notes.\nThey say hello.\n"  # the tool line on stderr fell between
     assert "read_file notes.txt -> ok" in first.stderr
     session = _session_of(first.stderr)
 
@@ -63,6 +63,7 @@ def test_a_three_turn_session_through_the_command_line(
         "usage": {"input_tokens": 10, "output_tokens": 5, "cached_tokens": 0},
         "turn_memory": {"tool_activity": []},
         "error": None,
+        "segments": [{"type": "text", "text": "Summary."}],
     }
 
     system = Message(role="system", content=system_prompt(str(workspace)))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -74,7 +75,7 @@ def _workspace(path: Path | None) -> str:
 
 
 def run(
-    prompt: Annotated[str, typer.Argument(help="The prompt; '-' reads it from stdin.")],
+    prompt: Annotated[str, typer.Argument(metavar="PROMPT", help="The prompt; '-' reads it from stdin.")],
     session: Annotated[
         str | None, typer.Option("--session", help="Continue this session (id or prefix).")
     ] = None,
@@ -98,7 +99,12 @@ def run(
     config: _Config = None,
     workspace: _Workspace = None,
 ) -> None:
-    """Run one turn headless: prose to stdout, one line per tool to stderr."""
+    """Run one turn headless, for scripts.
+
+    Prose goes to stdout, one line per tool to stderr, then the session id. Nothing waits for input:
+    what no --allow rule grants is denied. Exit status: 0 done, 1 incomplete, failed or cut at the
+    output limit, 2 bad usage or configuration.
+    """
     if output not in ("text", "json"):
         raise _fail(f"--format: expected text or json, got {output!r}")
     if session and continue_:
@@ -146,7 +152,10 @@ def chat(
     config: _Config = None,
     workspace: _Workspace = None,
 ) -> None:
-    """Chat with the agent in the terminal: turnmemory chat [--resume [ID]]."""
+    """Chat with the agent in the terminal.
+
+    turnmemory chat --resume continues the workspace's latest session, --resume ID a given one.
+    """
     from turnmemory.agent.repl import run_chat
 
     if session_id is not None and not resume:
@@ -172,14 +181,26 @@ def chat(
 
 
 def sessions(
-    workspace: _Workspace = None,
+    workspace: Annotated[
+        Path | None,
+        typer.Option("--workspace", help="Only this workspace's sessions (default: every workspace)."),
+    ] = None,
     limit: Annotated[int, typer.Option("--limit", min=1, help="How many sessions to list.")] = 20,
+    show_all: Annotated[
+        bool, typer.Option("--all", help="Also list sessions whose turns all failed, or that have none.")
+    ] = False,
     output: Annotated[str, typer.Option("--format", help="text or json.")] = "text",
 ) -> None:
-    """List stored sessions, most recently active first (all workspaces unless --workspace is given)."""
+    """List stored sessions, most recently active first.
+
+    Sessions of every workspace are listed unless --workspace names one; sessions without a turn that
+    got an answer (empty, or every turn failed) are left out unless --all is given.
+    """
     with _open_store() as store:
         try:
-            found = store.sessions(_workspace(workspace) if workspace is not None else None, limit=limit)
+            found = store.sessions(
+                _workspace(workspace) if workspace is not None else None, limit=limit, with_turns=not show_all
+            )
         except SessionStoreError as error:
             raise _fail(str(error)) from None
     if output == "json":
@@ -197,12 +218,35 @@ def sessions(
         print(json.dumps(rows, ensure_ascii=False))
         return
     if not found:
-        print("no sessions")
+        print("no sessions" if show_all else "no sessions with a completed turn (--all lists every session)")
         return
-    print(f"{'ID':<10}{'STARTED':<18}{'TURNS':>5}  {'WORKSPACE':<30}  LAST PROMPT")
-    for s in found:
+    width = max(80, shutil.get_terminal_size((80, 24)).columns) if sys.stdout.isatty() else 80
+    places = [_home_relative(s.workspace) for s in found]
+    place_width = min(28, max(len("WORKSPACE"), *(len(place) for place in places)))
+    room = width - 10 - 18 - 5 - 2 - place_width - 2
+    print(f"{'ID':<10}{'STARTED':<18}{'TURNS':>5}  {'WORKSPACE':<{place_width}}  LAST PROMPT")
+    for s, place in zip(found, places, strict=True):
         prompt = " ".join((s.last_prompt or "").split())
-        print(f"{s.id[:8]:<10}{timestamp(s.created_at):<18}{s.turns:>5}  {s.workspace:<30}  {prompt[:60]}")
+        print(
+            f"{s.id[:8]:<10}{timestamp(s.created_at):<18}{s.turns:>5}  "
+            f"{_cut_middle(place, place_width):<{place_width}}  {_cut_end(prompt, room)}"
+        )
+
+
+def _home_relative(path: str) -> str:
+    home = os.path.expanduser("~")
+    return "~" + path[len(home) :] if home != "/" and (path + "/").startswith(home + "/") else path
+
+
+def _cut_middle(text: str, width: int) -> str:
+    if len(text) <= width:
+        return text
+    keep = width - 3
+    return text[: keep // 2] + "..." + text[len(text) - (keep - keep // 2) :]
+
+
+def _cut_end(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: max(0, width - 3)] + "..."
 
 
 def show(
@@ -229,8 +273,61 @@ def show(
     print("\n".join(session_lines(loaded)))
 
 
+def config(
+    provider: _Provider = None,
+    model: _Model = None,
+    base_url: _BaseUrl = None,
+    allow: _Allow = None,
+    sandbox: _Sandbox = None,
+    config_file: _Config = None,
+    output: Annotated[str, typer.Option("--format", help="text or json.")] = "text",
+) -> None:
+    """Print the resolved configuration and where each value came from.
+
+    Values come from flags, then TURNMEMORY_PROVIDER, TURNMEMORY_MODEL, TURNMEMORY_BASE_URL,
+    TURNMEMORY_SANDBOX and the provider's key variable, then the TOML config file ($TURNMEMORY_CONFIG,
+    else the user config directory), then defaults. API keys are never printed.
+    """
+    from turnmemory.agent._config_report import (
+        MISSING_KEY,
+        config_source,
+        describe_config,
+        render_settings,
+        with_missing_keys,
+    )
+
+    path, source = config_source(config_file, os.environ)
+    flags = {"provider": provider, "model": model, "base_url": base_url, "allow": allow, "sandbox": sandbox}
+    env = with_missing_keys(os.environ)
+    try:
+        settings = load_config(
+            provider=provider,
+            model=model,
+            base_url=base_url,
+            allow=allow or (),
+            config_path=config_file,
+            sandbox=sandbox,
+            env=env,
+        )
+    except ConfigError as error:
+        raise _fail(f"{error} (config file: {path}, from {source})") from None
+    described = describe_config(settings, flags=flags, env=env, config_path=path, config_source=source)
+    if output == "json":
+        print(
+            json.dumps(
+                {s.name: {"value": s.value, "source": s.source} for s in described}, ensure_ascii=False
+            )
+        )
+        return
+    width = max(80, shutil.get_terminal_size((80, 24)).columns) if sys.stdout.isatty() else 80
+    print("\n".join(render_settings(described, width)))
+    if settings.api_key == MISSING_KEY:
+        raise typer.Exit(1)
+
+
 def register(app: typer.Typer) -> None:
-    """Add ``run``, ``chat``, ``sessions`` and ``show`` to the ``turnmemory`` command."""
+    """Add ``run``, ``chat``, ``sessions``, ``show`` and ``config`` to the ``turnmemory`` command."""
+    app.command("config")(config)
     app.command("run")(run)
     app.command("chat")(chat)
     app.command("sessions")(sessions)

@@ -401,6 +401,8 @@ def _read_table(path: Path) -> dict[str, Any]:
         raise ConfigError(f"cannot read config file {path}: {error.strerror}") from None
     except tomllib.TOMLDecodeError as error:
         raise ConfigError(f"{path}: invalid TOML ({error})") from None
+    except UnicodeDecodeError as error:
+        raise ConfigError(f"{path}: not UTF-8 text (byte {error.start}); TOML files are UTF-8") from None
     unknown = set(table) - _TOP_KEYS
     if unknown:
         raise ConfigError(

@@ -1,14 +1,20 @@
 """``turnmemory run``: one turn without a terminal UI, for scripts and benchmarks.
 
 Text mode streams the prose to stdout and one line per tool to stderr, then the session id on
-stderr. JSON mode prints one object on stdout at the end::
+stderr; a tool line always starts on a line of its own (prose cut mid-line is ended first). JSON mode
+prints one object on stdout at the end::
 
     {"session_id": "...", "status": "done", "text": "...", "usage": {...},
-     "turn_memory": {"tool_activity": [...]}, "error": null}
+     "turn_memory": {"tool_activity": [...]}, "error": null,
+     "segments": [{"type": "text", "text": "..."}, {"type": "tool", "tool": "read_file", ...}, ...]}
+
+``text`` is the turn's flattened prose exactly; ``segments`` is the same turn in order, prose and the
+tools between it (each tool as its TurnMemory record). ``status`` is ``done``, ``max_tokens`` (the
+reply was cut at the model's output limit), ``incomplete`` or ``error``.
 
 Nothing waits for input: a permission no ``--allow`` rule grants is denied with a reason the model
-sees. The exit status is 0 when the turn is done, 1 when it is incomplete, interrupted or failed
-(with the reason in one line on stderr), 2 for bad usage or configuration.
+sees. The exit status is 0 when the turn is done, 1 when it is incomplete, interrupted, failed or cut
+at the output limit (with the reason in one line on stderr), 2 for bad usage or configuration.
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ from turnmemory.agent._runtime import open_agent
 from turnmemory.agent.config import AgentConfig
 from turnmemory.agent.loop import TurnOutcome
 from turnmemory.llm import Event
+from turnmemory.memory import Message
 
 __all__ = ["HeadlessView", "OutputFormat", "run_headless"]
 
@@ -39,6 +46,7 @@ class HeadlessView:
         self.out = out
         self.err = err
         self.wrote_prose = False
+        self.mid_line = False  # the prose on stdout does not end with a line break
         self._calls: dict[str, Mapping[str, Any]] = {}
 
     def event(self, event: Event, elapsed: float | None) -> None:
@@ -47,9 +55,12 @@ class HeadlessView:
             self.out.write(event.text)
             self.out.flush()
             self.wrote_prose = self.wrote_prose or bool(event.text)
+            if event.text:
+                self.mid_line = not event.text.endswith("\n")
         elif event.kind == "tool_start":
             self._calls[event.call_id] = event.arguments or {}
         elif event.kind == "tool_end":
+            self._end_line()
             label = tool_label(event.name, self._calls.pop(event.call_id, {}), self.workspace)
             took = f" ({elapsed:.1f}s)" if elapsed is not None else ""
             self.err.write(f"{label} -> {tool_outcome(event.output, event.error)}{took}\n")
@@ -63,8 +74,16 @@ class HeadlessView:
         """Diffs are not shown headless (the session transcript keeps them)."""
 
     def notice(self, text: str) -> None:
-        """A note on stderr."""
+        """A note on stderr, on a line of its own."""
+        self._end_line()
         self.err.write(f"turnmemory: {text}\n")
+
+    def _end_line(self) -> None:
+        """End a prose line cut short, so that what goes to stderr next starts a line on a terminal."""
+        if self.mid_line:
+            self.out.write("\n")
+            self.out.flush()
+            self.mid_line = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,9 +115,15 @@ def run_headless(
     if request.output == "json":
         out.write(json.dumps(_json_result(session_id, outcome), ensure_ascii=False) + "\n")
     else:
-        if view.wrote_prose:
+        if view.mid_line:
             out.write("\n")
         err.write(f"session {session_id}\n")
+    if outcome.status == "done" and outcome.reason == "max_tokens":
+        err.write(
+            "turnmemory: the reply was cut at the model's output limit (max_tokens); "
+            "continue the session to let it finish\n"
+        )
+        return 1
     if outcome.status != "done":
         err.write(
             f"turnmemory: turn {outcome.status}: {one_line(outcome.error or outcome.reason or 'no reason given', 300)}\n"
@@ -109,9 +134,10 @@ def run_headless(
 
 def _json_result(session_id: str, outcome: TurnOutcome) -> dict[str, Any]:
     memory = outcome.message.turn_memory
+    cut = outcome.status == "done" and outcome.reason == "max_tokens"
     return {
         "session_id": session_id,
-        "status": outcome.status,
+        "status": "max_tokens" if cut else outcome.status,
         "text": outcome.message.content,
         "usage": {
             "input_tokens": outcome.usage.input_tokens,
@@ -120,4 +146,22 @@ def _json_result(session_id: str, outcome: TurnOutcome) -> dict[str, Any]:
         },
         "turn_memory": memory.to_dict() if memory is not None else {"tool_activity": []},
         "error": outcome.error,
+        "segments": segments(outcome.message),
     }
+
+
+def segments(message: Message) -> list[dict[str, Any]]:
+    """The turn in order: its prose cut where tools ran, each tool as its TurnMemory record."""
+    prose = message.content.encode()
+    out: list[dict[str, Any]] = []
+    start = 0
+    for activity in message.activities:
+        if activity.text_offset > start:
+            out.append({"type": "text", "text": prose[start : activity.text_offset].decode()})
+            start = activity.text_offset
+        record = activity.to_dict()
+        del record["text_offset"]
+        out.append({"type": "tool", **record})
+    if start < len(prose):
+        out.append({"type": "text", "text": prose[start:].decode()})
+    return out

@@ -357,9 +357,19 @@ class SessionStore:
             info=info, events=tuple(events), messages=tuple(messages), problems=tuple(problems)
         )
 
-    def sessions(self, workspace: str | None = None, *, limit: int = 50) -> list[SessionSummary]:
-        """Sessions, most recently active first; only ``workspace``'s when given."""
-        where, params = ("WHERE s.workspace = ?", [workspace]) if workspace is not None else ("", [])
+    def sessions(
+        self, workspace: str | None = None, *, limit: int = 50, with_turns: bool = False
+    ) -> list[SessionSummary]:
+        """Sessions, most recently active first; only ``workspace``'s when given, and only those with
+        at least one assistant turn that did not fail outright (status other than ``error``) when
+        ``with_turns``."""
+        conditions, params = (["s.workspace = ?"], [workspace]) if workspace is not None else ([], [])
+        if with_turns:
+            conditions.append(
+                "EXISTS (SELECT 1 FROM events e WHERE e.session_id = s.id AND e.kind = 'assistant_turn'"
+                " AND json_valid(e.data) AND json_extract(e.data, '$.status') IS NOT 'error')"
+            )
+        where = "WHERE " + " AND ".join(conditions) if conditions else ""
         with self._guarded():
             rows = self._select_sessions(where, params, limit)
         return [

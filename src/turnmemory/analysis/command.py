@@ -73,7 +73,10 @@ def register(app: typer.Typer) -> None:
 
 
 def analyze(
-    paths: Annotated[list[Path], typer.Argument(help="Session files or directories (searched recursively).")],
+    paths: Annotated[
+        list[Path],
+        typer.Argument(metavar="PATH", help="Session files or directories (searched recursively)."),
+    ],
     output: Annotated[OutputFormat, typer.Option("--format", help="Output format.")] = OutputFormat.table,
     plot: Annotated[
         Path | None,
@@ -86,8 +89,10 @@ def analyze(
         typer.Option("--tokenizer", help="o200k tokens (when available offline) or UTF-8 bytes."),
     ] = TokenizerChoice.o200k,
 ) -> None:
-    """Compare history strategies on real session logs (Claude Code, Codex CLI, OpenCode, SWE-agent,
-    mini-swe-agent, OpenHands, aider).
+    """Compare history strategies on real session logs.
+
+    Reads Claude Code, Codex CLI, OpenCode, SWE-agent, mini-swe-agent, OpenHands and aider logs;
+    docs/analysis.md explains the table.
 
     Exits 1 when a file given or found could not be read, or was mostly unreadable (the table then
     covers the rest), and 2 when a path does not exist.
