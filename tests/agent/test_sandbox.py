@@ -240,6 +240,7 @@ def test_the_network_is_unreachable(
         assert out["stdout"] == "no-resolve\n"
     else:
         assert out["exit_code"] != 0
+        assert "escalate" in out["note"], "a failed contained command says how to ask for more"
 
 
 def test_an_escalation_needs_a_justification(machine: dict[str, Path]) -> None:

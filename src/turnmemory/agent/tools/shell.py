@@ -45,8 +45,7 @@ _POLL = 0.2
 _SYSTEM_PATH = "/usr/bin:/bin"
 _QUIET_ENV = {"PAGER": "cat", "GIT_PAGER": "cat", "TERM": "dumb", "GIT_TERMINAL_PROMPT": "0"}
 _SANDBOX_HINT = (
-    "the command ran in the sandbox (no network, nothing outside the workspace); if it needs more, "
-    "call bash again with escalate and a justification"
+    "ran in the sandbox (no network, workspace only); if it needs more, escalate with a justification"
 )
 
 
