@@ -27,8 +27,7 @@ from turnmemory.providers import anthropic, bedrock, gemini, openai_chat, openai
 from turnmemory.replay import ArgumentPolicy, IdStyle
 from turnmemory.retention import DEFAULT_RULES, ToolRule
 from turnmemory.segments import TurnRecorder
-from turnmemory.transcripts import Event, replay_events
-from turnmemory.transcripts._tools import tool_outcome
+from turnmemory.transcripts import Event, replay_events, tool_outcome
 
 __all__ = ["Compactor", "Provider", "ResultParser", "compact", "parse_result"]
 

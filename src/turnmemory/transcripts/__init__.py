@@ -26,6 +26,7 @@ from turnmemory.transcripts._model import (
     replay_events,
     replay_turn,
 )
+from turnmemory.transcripts._tools import tool_outcome
 
 __all__ = [
     "FORMATS",
@@ -42,4 +43,5 @@ __all__ = [
     "load_session",
     "replay_events",
     "replay_turn",
+    "tool_outcome",
 ]
