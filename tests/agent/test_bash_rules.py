@@ -462,3 +462,14 @@ def test_whatever_is_allowed_is_plain_and_every_command_matches(script: str) -> 
         parsed = _bash.parse_plain(script)
         assert parsed.problem is None and parsed.commands
         assert all(command.words[0] == "git" for command in parsed.commands)
+
+
+def test_huge_or_deeply_nested_scripts_are_decided_without_crashing() -> None:
+    assert dangerous_reason("x" * 200_001) == "a script too long to check"
+    assert dangerous_reason("echo " + "a " * 1001) == "a command too long to check"
+    nested = "echo $(" * 3000 + "rm -rf x" + ")" * 3000
+    assert dangerous_reason(nested) == "recursive force delete"
+    assert plain_problem(nested, WS) == "command substitution"
+    assert dangerous_reason("(" * 100_000) is None
+    assert not decide("git log " + "(" * 100_000)[0]
+    assert not decide("git log " + "a " * 60_000)[0], "longer than a rule is checked"

@@ -90,6 +90,8 @@ _EXACT_ONLY = frozenset(
 )  # fmt: skip
 """Programs that run another command given as arguments: only the exact command can be granted."""
 _CD = frozenset({"cd", "pushd", "popd"})
+_LOOSE_BYTES = 512
+_CONTEXT = 8
 _INLINE_FLAGS = frozenset({"--eval", "--print", "-p", "-r", "--command", "-Command", "--exec"})
 _VALUE_FLAGS = frozenset({"-W", "-X", "-I", "--require"})
 _DUP_OPERATORS = frozenset({">&", "<&"})
@@ -148,7 +150,7 @@ class Survey:
 
     ``commands`` are the word lists of every command at any depth (words that are not literal keep
     their source text); ``pipelines`` the word lists of each pipeline in order; ``nested`` pairs a
-    command's words with the programs run inside its substitutions; ``writes`` output redirection
+    command's words with a program run inside its arguments (a substitution); ``writes`` output redirection
     targets; ``recursive`` the functions that call themselves; ``texts`` quoted arguments, heredoc
     bodies and here-strings that may hold code; ``computed`` what runs code nobody can read before it
     runs (a program name, or ``eval`` / ``sh -c`` text, built at run time); ``complete`` whether the
@@ -157,7 +159,7 @@ class Survey:
 
     commands: list[tuple[str, ...]] = field(default_factory=list)
     pipelines: list[list[tuple[str, ...]]] = field(default_factory=list)
-    nested: list[tuple[tuple[str, ...], tuple[str, ...]]] = field(default_factory=list)
+    nested: list[tuple[tuple[str, ...], str]] = field(default_factory=list)
     writes: list[str] = field(default_factory=list)
     recursive: list[str] = field(default_factory=list)
     texts: list[str] = field(default_factory=list)
@@ -473,6 +475,8 @@ def _loose(node: Node) -> str:
     part = _literal(node)
     if part is not None:
         return part[0]
+    if node.end_byte - node.start_byte > _LOOSE_BYTES:
+        return "<computed>"  # the commands inside are surveyed on their own
     return _text(node).replace('"', "").replace("'", "").replace("\\", "")
 
 
@@ -481,26 +485,28 @@ def survey(script: str) -> Survey:
     """Every command, pipeline, write and code-bearing text of ``script`` (see :class:`Survey`)."""
     root = _parse(script.replace("\0", " "))
     found = Survey(complete=not root.has_error)
-    for node in _walk(root):
+    # Each node carries the nearest enclosing commands and function names (a few: deep nesting stays linear).
+    stack: list[tuple[Node, tuple[tuple[str, ...], ...], tuple[str, ...]]] = [(root, (), ())]
+    while stack:
+        node, outers, functions = stack.pop()
         if node.type == "command":
             words = _command_words(node)
             found.commands.append(words)
             computed = _computed(node, words)
             if computed:
                 found.computed.append(computed)
-            inner = tuple(
-                program_name(_command_words(sub)[0])
-                for arg in node.children[1:]
-                for sub in _walk(arg)
-                if sub.type == "command" and sub.child_count
-            )
-            if inner:
-                found.nested.append((words, inner))
+            found.nested.extend((outer, program_name(words[0])) for outer in outers)
+            if words[0] in functions:
+                found.recursive.append(words[0])
             for arg in node.children:
                 if arg.type in ("string", "raw_string", "concatenation", "word"):
                     value = _loose(arg)
                     if any(ch.isspace() or ch in ";|&" for ch in value):
                         found.texts.append(value)
+            outers = (words, *outers)[:_CONTEXT]
+        elif node.type == "function_definition":
+            name = next((_text(c) for c in node.children if c.type == "word"), "")
+            functions = (name, *functions)[:_CONTEXT]
         elif node.type == "pipeline":
             found.pipelines.append([_command_words(c) for c in node.children if c.type == "command"])
         elif node.type == "file_redirect":
@@ -510,11 +516,7 @@ def survey(script: str) -> Survey:
                 found.writes.append(_loose(targets[0]))
         elif node.type in ("heredoc_body", "herestring_redirect"):
             found.texts.append(_text(node).removeprefix("<<<").strip().strip("'\""))
-        elif node.type == "function_definition":
-            name = next((_text(c) for c in node.children if c.type == "word"), "")
-            calls = {_command_words(n)[0] for n in _walk(node) if n.type == "command"}
-            if name and name in calls:
-                found.recursive.append(name)
+        stack.extend((child, outers, functions) for child in reversed(node.children))
     return found
 
 

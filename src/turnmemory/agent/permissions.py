@@ -174,6 +174,9 @@ _BLOCK_DEVICE = re.compile(r"/dev/(?:sd|hd|nvme|xvd|vd|disk|mmcblk|dm-)")
 _DOWNLOADERS = frozenset({"curl", "wget", "fetch"})
 _SCRIPT_INTERPRETERS = frozenset({"python", "perl", "ruby", "node"})
 _MAX_DEPTH = 4
+_MAX_CHECKED_BYTES = 200_000
+_MAX_WORDS = 1000
+"""Longer scripts and commands are dangerous: checking them would take too long, so they are asked about."""
 _SHOWN = 300
 """The most of a subject a refusal repeats."""
 _ALWAYS = {
@@ -202,6 +205,8 @@ def dangerous_reason(command: str) -> str | None:
 
 
 def _dangerous(command: str, depth: int) -> str | None:
+    if len(command) > _MAX_CHECKED_BYTES:
+        return "a script too long to check"
     found = _bash.survey(command)
     for pipeline in found.pipelines:
         for index, words in enumerate(pipeline):
@@ -212,7 +217,7 @@ def _dangerous(command: str, depth: int) -> str | None:
                 if later & _SCRIPT_INTERPRETERS:
                     return "downloaded script piped into an interpreter"
     for words, inner in found.nested:
-        if _programs(words) & _bash.SHELLS and _DOWNLOADERS.intersection(inner):
+        if inner in _DOWNLOADERS and _programs(words) & _bash.SHELLS:
             return "shell running a downloaded script"
     if found.recursive:
         return "fork bomb"
@@ -220,8 +225,19 @@ def _dangerous(command: str, depth: int) -> str | None:
         return "write to a block device"
     commands = found.commands if found.complete else [*found.commands, *_crude_segments(command)]
     for words in commands:
+        if len(words) > _MAX_WORDS:
+            return "a command too long to check"
+        looks: dict[str, int] = {}
         for index, word in enumerate(words):
-            reason = _word_reason(os.path.basename(word), list(words[index + 1 :]))
+            name = os.path.basename(word)
+            if not (name in _CHECKED or name.startswith("mkfs.")):
+                continue
+            # A later occurrence sees fewer arguments, so one look per program suffices (linear time);
+            # git's reasons depend on the subcommand after it, so it gets a few.
+            looks[name] = looks.get(name, 0) + 1
+            if looks[name] > (8 if name == "git" else 1):
+                continue
+            reason = _word_reason(name, list(words[index + 1 :]))
             if reason:
                 return reason
     if found.computed and depth == 0:
@@ -241,6 +257,10 @@ def _programs(words: Sequence[str]) -> set[str]:
 def _crude_segments(command: str) -> list[tuple[str, ...]]:
     unquoted = command.replace('"', " ").replace("'", " ").replace("\\", "")
     return [tuple(segment.split()) for segment in _SEGMENT_SPLIT.split(unquoted)]
+
+
+_CHECKED = frozenset({*_ALWAYS, "rm", "chmod", "dd", "find", "git"})
+"""The programs :func:`_word_reason` knows."""
 
 
 def _word_reason(name: str, rest: list[str]) -> str | None:
