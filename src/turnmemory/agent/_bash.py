@@ -310,6 +310,8 @@ def parse_plain(script: str) -> Script:
             raise _NotPlain("a redirection relative to a changed directory")
     except _NotPlain as why:
         return Script(problem=str(why))
+    except RecursionError:
+        return Script(problem="it nests too deeply to check")
     return Script(commands=tuple(builder.commands), targets=tuple(builder.targets))
 
 
@@ -320,13 +322,19 @@ class _PlainBuilder:
         self._last: tuple[Node, Sequence[Node], bool] | None = None
 
     def statements(self, node: Node) -> None:
-        """A program or list: statements joined by ``;``, newlines, ``&&`` and ``||``."""
-        for child in node.children:
-            if child.type == "comment" or child.type in (";", "&&", "||"):
+        """A program or list: statements joined by ``;``, newlines, ``&&`` and ``||``.
+
+        Lists nest one level per operator (``a && b && c``), so they are flattened without recursion."""
+        stack = [node]
+        while stack:
+            current = stack.pop()
+            if current.type not in ("program", "list"):
+                self.part(current, piped=False)
                 continue
-            if child.type == "&":
+            children = [c for c in current.children if c.type not in ("comment", ";", "&&", "||")]
+            if any(child.type == "&" for child in children):
                 raise _NotPlain("a command run in the background (&)")
-            self.part(child, piped=False)
+            stack.extend(reversed(children))
 
     def part(self, node: Node, *, piped: bool) -> None:
         if node.type == "list":
