@@ -116,6 +116,8 @@ def _build() -> list[Shape]:
     p = pw()
     m.add(k, "netrc", f"printf 'machine api.example.com login bob password {p}' >> ~/.netrc", p)
     p = pw()
+    m.add(k, "netrc password line", f"echo 'password {p}' >> ~/.netrc", p)
+    p = pw()
     m.add(k, "keytool -storepass", f"keytool -list -keystore app.jks -storepass {p}", p)
     p = pw()
     m.add(k, "wget --http-password", f"wget --http-user=bob --http-password={p} https://files.example/x", p)

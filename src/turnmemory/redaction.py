@@ -216,6 +216,13 @@ def _random_value(match: re.Match[str], text: str) -> bool:
     return _random_like(_value_of(match))
 
 
+def _netrc_or_random(match: re.Match[str], text: str) -> bool:
+    """``password X``: always in a ``.netrc`` context, else only a random-looking value."""
+    if "netrc" in text.lower():
+        return not _is_placeholder(_value_of(match))
+    return _random_like(_value_of(match))
+
+
 def _blob_value(match: re.Match[str], text: str) -> bool:
     return _blob(match.group("secret"))
 
@@ -364,7 +371,7 @@ _BUILTIN: tuple[SecretRule, ...] = (
     _rule(_I + r"(?<![\w-])-pass(?:in|out|word)?\s+pass:" + _VALUE, ["pass:"], _always),
     # .netrc and prose-like forms: ``login bob password X``, ``password X`` with a random value.
     _rule(_I + r"\b(?:login|machine|account)\s+\S+\s+(?:password|passwd)\s+" + _VALUE, ["pass"], _always),
-    _rule(_I + r"(?<![\w-])(?:password|passwd|passphrase)\s+" + _VALUE, ["pass"], _random_value),
+    _rule(_I + r"(?<![\w-])(?:password|passwd|passphrase)\s+" + _VALUE, ["pass"], _netrc_or_random),
     # NAME value where NAME is an upper-case credential variable and the value looks random.
     _rule(
         r"\b(?P<name>[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+)\s+" + _VALUE,

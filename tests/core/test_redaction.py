@@ -163,6 +163,7 @@ ORDINARY = [
     "cat .netrc.example",
     "sed -i 's/foo/bar/' src/config.ts",
     "echo 'tests should pass: yes'",
+    'git commit -m "Fix the password reset flow"',
     "python -m pytest tests -q --tb=short",
     "uv pip install pyjwt keyring",
     "tmux new-session -d -s work",
