@@ -29,7 +29,7 @@ from tests.agent._support import Run, body_text, leaked_into, tool_results
 
 from turnmemory.agent.loop import Agent
 from turnmemory.agent.permissions import Access, Answer
-from turnmemory.agent.tools import ToolContext, ToolError, ToolRegistry, builtin_tools
+from turnmemory.agent.tools import ToolContext, ToolError, ToolRegistry, builtin_tools, files, search
 from turnmemory.agent.tools._base import Deadline, iter_lines
 from turnmemory.agent.tools._listing import list_files
 from turnmemory.agent.tools.search import MAX_SEARCH_FILE_BYTES, MAX_SEARCH_LINE_BYTES, grep_files
@@ -498,6 +498,26 @@ def test_grep_stops_at_its_deadline_with_the_matches_so_far(tmp_path: Path) -> N
     assert listing_only.timed_out and listing_only.matches == []
     with pytest.raises(ToolError, match=r"listing files stopped after 3600 s \(its time limit\)"):
         list_files(str(tmp_path), _Countdown(0))
+
+
+def test_every_file_tool_says_in_one_line_that_it_ran_out_of_time(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (workspace / "a.txt").write_text("hit\n")
+    monkeypatch.setattr(search, "SEARCH_DEADLINE", 0)
+    monkeypatch.setattr(files, "FILE_DEADLINE", 0)
+    ctx = ToolContext(workspace=str(workspace), spill_dir=str(workspace / ".spill"))
+    registry = ToolRegistry(builtin_tools())
+    grep = registry.prepare("grep", {"pattern": "hit"}, ctx).run()
+    assert grep["truncated"] is True and grep["matches"] == ""
+    assert grep["timed_out"] == (
+        "grep stopped after 0 s (its time limit); these are the matches found so far: "
+        "search a narrower path or pattern"
+    )
+    with pytest.raises(ToolError, match=r"^listing files stopped after 0 s \(its time limit\)$"):
+        registry.prepare("glob", {"pattern": "*"}, ctx).run()
+    with pytest.raises(ToolError, match=r"^reading a.txt stopped after 0 s \(its time limit\)$"):
+        registry.prepare("read_file", {"path": "a.txt"}, ctx).run()
 
 
 @pytest.mark.timeout(30)
