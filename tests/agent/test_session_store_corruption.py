@@ -276,9 +276,11 @@ def test_a_session_has_one_writer_and_a_killed_writer_lets_go(
         while not (pid_file.exists() and pid_file.read_text().strip()):
             assert time.monotonic() < deadline and holder.poll() is None, "the holder never ran its command"
             time.sleep(0.05)
+        assert "> start" in cli("show", session[:8]).stdout, "reading a session in use is fine"
         for refused in (
             _run(cli, server, "--continue", "meanwhile", expect=2),
             _run(cli, server, "--session", session[:8], "meanwhile", expect=2),
+            cli("chat", "--resume", session[:8], expect=2),
         ):
             assert refused.stderr == (
                 f"turnmemory: session {session[:8]} is in use by another turnmemory process (pid {holder.pid}): "
