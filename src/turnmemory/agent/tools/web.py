@@ -252,7 +252,7 @@ def fetch_text(
 def _text(url: str, answer: _Answer) -> dict[str, Any]:
     shown = _shown(url)
     if not 200 <= answer.status < 300:
-        raise ToolError(f"HTTP {answer.status} {answer.reason} for {shown}")
+        raise ToolError(f"HTTP {answer.status} {answer.reason[:200]} for {shown}")
     content_type = answer.headers.get_content_type()
     if not _TEXTUAL.match(content_type):
         raise ToolError(f"{shown} returned {content_type}, not text")
