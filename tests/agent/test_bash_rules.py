@@ -423,6 +423,8 @@ _CONSTRUCTS = [
     "f() {{ {}; }}; f",
     "for x in 1; do {}; done",
     "sh <<EOF\n{}\nEOF",
+    "git hash-object --stdin <<EOF\n$({})\nEOF",
+    "git log > $({})",
     "{} | sh",
     "! {}",
     "X=1 {}",
