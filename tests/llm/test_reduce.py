@@ -211,6 +211,22 @@ def test_the_reducer_clears_pending_state_and_it_stays_cleared(
     assert within(server, 8000, 1024)
 
 
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_an_output_too_large_for_the_window_asks_for_less_instead_of_overflowing(
+    provider: str, server: FakeProviderServer, long_client: Callable[..., Client]
+) -> None:
+    server.push(
+        Reply(text="Reading.", tool_calls=[ToolCall("read_file", {"path": "huge.log"})]),
+        Reply(text="Too big; I will read less."),
+    )
+    events = run(long_client(provider, **SMALL), "Read the log.", [READ], Reader(lines=600))
+
+    assert events[-1].kind == "done", events[-1]
+    last = json.dumps(server.requests[-1].body)
+    assert "does not fit" in last and "less of it at a time" in last and "line 599" not in last
+    assert within(server, 8000, 1024)
+
+
 @pytest.mark.parametrize("provider", ["openai_chat", "openai_responses", "bedrock", "anthropic"])
 def test_large_arguments_are_cleared_when_results_are_not_enough(
     provider: str, server: FakeProviderServer, long_client: Callable[..., Client]

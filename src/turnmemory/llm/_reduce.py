@@ -10,7 +10,8 @@ request would exceed the window minus the output reserve, the reducer replaces, 
 2. if still needed, the large values (over 256 bytes) inside the largest call arguments, such as
    written file bodies, except in responses that carry signed reasoning (thinking signatures,
    encrypted reasoning, thought signatures), which are never edited;
-3. as a last resort, the results of the latest tool round (which the model has not read yet).
+3. as a last resort, the results of the latest tool round (which the model has not read yet: their
+   note says the output does not fit and asks for less of it at a time, not to run the tool again).
 
 Ids, pairing, names and error status stay. The reduced items replace the originals in the trace, so
 cleared items stay cleared for the rest of the turn (and in the pending state it may leave): later
@@ -43,10 +44,15 @@ _ROUNDS = 4
 """Reductions tried per request before giving up (each re-measures the trace)."""
 
 
-def cleared_note(what: str, tokens: int, name: str = "") -> str:
-    """The note that replaces a cleared result (``what="output"``) or argument value."""
+def cleared_note(what: str, tokens: int, name: str = "", *, unread: bool = False) -> str:
+    """The note that replaces a cleared result (``what="output"``; ``unread``: one the model has not
+    seen yet) or argument value."""
+    tool = name or "the tool"
+    if what == "output" and unread:
+        return (
+            f"{CLEARED}: the output of {tool} (~{tokens} tokens) does not fit. Ask for less of it at a time.]"
+        )
     if what == "output":
-        tool = name or "the tool"
         return (
             f"{CLEARED}: the output of {tool} (~{tokens} tokens) was removed. "
             "Run the tool again if you still need it.]"
@@ -195,7 +201,8 @@ class Reducer:
             for piece in stage:
                 if freed >= goal:
                     break
-                content, saved = self._clear(piece, piece.name or names.get(piece.call_id, ""))
+                name = piece.name or names.get(piece.call_id, "")
+                content, saved = self._clear(piece, name, unread=stage is newest)
                 if saved > 0:
                     edits.append((piece, content))
                     freed += saved
@@ -207,14 +214,14 @@ class Reducer:
         results = sum(1 for piece, _ in edits if piece.kind == "result")
         return reduced, results, len(edits) - results, {piece.item for piece, _ in edits}
 
-    def _clear(self, piece: Piece, name: str) -> tuple[str | dict[str, Any], int]:
+    def _clear(self, piece: Piece, name: str, *, unread: bool) -> tuple[str | dict[str, Any], int]:
         """The replacement for ``piece`` and the raw tokens it saves (0 or less: not worth it)."""
         count = self.accounting.counter
         if piece.kind == "result":
             if piece.text.startswith(CLEARED) or CLEARED in piece.text[:80]:
                 return "", 0
             size = count.text(piece.text)
-            note = cleared_note("output", self.accounting.scaled(size), name)
+            note = cleared_note("output", self.accounting.scaled(size), name, unread=unread)
             return note, size - count.text(note)
         arguments = dict(piece.arguments or {})
         saved = 0
