@@ -77,6 +77,7 @@ def test_config_says_where_each_value_came_from(cli: Run, tmp_path: Path) -> Non
     config.write_text('provider = "openai_chat"\n[providers.openai_chat]\nmodel = "qwen3-coder"\n')
     shown = cli("config", "--config", str(config), "--sandbox", "off").stdout
     lines: dict[str, str] = {}
+    name = ""
     for line in shown.splitlines():
         if line.startswith(" "):  # a source that did not fit beside its value
             lines[name] += " " + line.strip()

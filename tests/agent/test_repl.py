@@ -210,7 +210,7 @@ def test_slash_commands(
     assert agent.session_id != first and agent.messages == []
     assert repl.command("/resume")
     assert agent.session_id == first and [m.content for m in agent.messages][:1] == ["read it"]
-    assert "> read it" in screen.getvalue(), "resuming shows the original transcript"
+    assert "› read it" in screen.getvalue(), "resuming shows the original transcript"
     assert not repl.command("/exit")
 
 

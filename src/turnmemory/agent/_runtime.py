@@ -15,6 +15,18 @@ from turnmemory.agent.sessions import SessionStore
 __all__ = ["open_agent", "pick_session"]
 
 
+def _continued(config: AgentConfig, store: SessionStore, session_id: str, view: View) -> AgentConfig:
+    """``config`` switched to the provider and model the session last used, when it can be opened."""
+    used = store.load(session_id).model
+    if used is None or used == (config.provider, config.model):
+        return config
+    try:
+        return config.switched(*used)
+    except ConfigError as error:
+        view.notice(f"the session last used {used[0]} {used[1]}, which cannot be opened here ({error})")
+        return config
+
+
 def pick_session(store: SessionStore, workspace: str, session: str | None, latest: bool) -> str | None:
     """The session to resume: ``session`` (an id or unique prefix), the workspace's latest, or none."""
     if session:
@@ -39,8 +51,13 @@ def open_agent(
     ask: Asker | None,
     session: str | None = None,
     latest: bool = False,
+    session_model: bool = False,
 ) -> Iterator[Agent]:
-    """An :class:`Agent` with the store and the configured MCP servers, all closed on exit (Ctrl-C too)."""
+    """An :class:`Agent` with the store and the configured MCP servers, all closed on exit (Ctrl-C too).
+
+    With ``session_model`` a resumed session continues with the provider and model it last used
+    (a ``/model`` switch included) instead of the configured ones.
+    """
     workspace = os.path.realpath(workspace)
     if not os.path.isdir(workspace):
         raise ConfigError(f"workspace is not a directory: {workspace}")
@@ -51,6 +68,8 @@ def open_agent(
         for notice in store.notices:
             view.notice(notice)
         session_id = pick_session(store, workspace, session, latest)
+        if session_model and session_id is not None:
+            config = _continued(config, store, session_id, view)
         extra_tools = []
         catalogue = ""
         if config.mcp:

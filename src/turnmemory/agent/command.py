@@ -125,7 +125,12 @@ def run(
             deadline=deadline,
         )
         request = RunRequest(
-            prompt=text, workspace=_workspace(workspace), session=session, latest=continue_, output=form
+            prompt=text,
+            workspace=_workspace(workspace),
+            session=session,
+            latest=continue_,
+            output=form,
+            session_model=provider is None and model is None,
         )
         status = run_headless(settings, request)
     except (ConfigError, SessionStoreError) as error:
@@ -174,6 +179,7 @@ def chat(
             workspace=_workspace(workspace),
             session=session_id,
             latest=resume and session_id is None,
+            session_model=provider is None and model is None,
         )
     except (ConfigError, SessionStoreError) as error:
         raise _fail(str(error)) from None

@@ -20,6 +20,11 @@
     single_calls = true                  # force one call per assistant message (default: by model family)
     id_style = "compact"                 # force 9-character call ids ("historical": the spec's ids)
 
+    [providers.anthropic.prices]         # USD per million tokens: the REPL shows each turn's cost
+    input = 3.0
+    output = 15.0
+    cached_input = 0.3
+
     [providers.bedrock]
     model = "us.anthropic.claude-sonnet-4-5-20250929-v1:0"
     region = "us-east-1"
@@ -107,7 +112,8 @@ _TOP_KEYS = frozenset(
         *_TOKEN_KEYS,
     }
 )
-_PROVIDER_KEYS = frozenset({"model", "base_url", "api_key", "region"})
+_PROVIDER_KEYS = frozenset({"model", "base_url", "api_key", "region", "prices"})
+_PRICE_KEYS = frozenset({"input", "output", "cached_input"})
 _CHAT_KEYS = frozenset({"single_calls", "id_style"})
 """Keys only ``[providers.openai_chat]`` takes: they force the history's form (see ``openai_chat.family``)."""
 _ID_STYLES: tuple[IdStyle, ...] = ("historical", "compact")
@@ -152,6 +158,8 @@ class AgentConfig:
     """Fewest tokens the in-turn reducer clears at a time (``None``: a fifth of the window)."""
     compaction: CompactionMode = "summary"
     """What happens to the oldest turns when the history nears the window."""
+    prices: Mapping[str, float] | None = None
+    """USD per million tokens (``input``, ``output``, ``cached_input``) for the REPL's cost line."""
 
     table: Mapping[str, Any] = field(default_factory=dict, repr=False, compare=False)
     """The parsed config file (for switching provider later)."""
@@ -295,8 +303,22 @@ def resolve(
         table=table,
         single_calls=single_calls,
         id_style=id_style,
+        prices=_prices(section, label),
         **_context(table, where, chosen_model),
     )
+
+
+def _prices(section: Mapping[str, Any], label: str) -> Mapping[str, float] | None:
+    """``[providers.NAME.prices]``: non-negative USD per million tokens, by kind of token."""
+    prices = section.get("prices")
+    if prices is None:
+        return None
+    if not isinstance(prices, Mapping) or set(prices) - _PRICE_KEYS:
+        raise ConfigError(f"{label} prices: expected a table of {', '.join(sorted(_PRICE_KEYS))}")
+    for kind, value in prices.items():
+        if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value < float("inf"):
+            raise ConfigError(f"{label} prices.{kind}: expected USD per million tokens, got {value!r}")
+    return MappingProxyType({kind: float(value) for kind, value in prices.items()})
 
 
 def _context(table: Mapping[str, Any], where: str, model: str) -> dict[str, Any]:

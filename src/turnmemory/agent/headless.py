@@ -95,6 +95,8 @@ class RunRequest:
     session: str | None = None
     latest: bool = False
     output: OutputFormat = "text"
+    session_model: bool = False
+    """Continue with the provider and model the session last used (no --provider or --model given)."""
 
 
 def run_headless(
@@ -109,6 +111,7 @@ def run_headless(
         ask=None,
         session=request.session,
         latest=request.latest,
+        session_model=request.session_model,
     ) as agent:
         outcome = agent.turn(request.prompt)
         session_id = agent.session_id

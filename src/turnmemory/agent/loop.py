@@ -29,7 +29,7 @@ from typing import Any, Literal, Protocol
 
 from turnmemory.agent._spill import SpillArea
 from turnmemory.agent.compaction import TARGET, TRIGGER, Compaction, cut_point, marker, summary_request
-from turnmemory.agent.config import AgentConfig
+from turnmemory.agent.config import AgentConfig, ConfigError
 from turnmemory.agent.permissions import Access, Asker, Permissions
 from turnmemory.agent.prompt import SUBAGENT_PROMPT, system_prompt
 from turnmemory.agent.sandbox import open_sandbox
@@ -68,10 +68,12 @@ class TurnOutcome:
 
 @dataclass(frozen=True, slots=True)
 class ContextLayer:
-    """One layer of the next request and its size in UTF-8 bytes of the provider's JSON."""
+    """One layer of the next request: its size in UTF-8 bytes of the provider's JSON, and in tokens
+    (the client's estimate, calibrated by the usage the provider reported)."""
 
     name: str
     size: int
+    tokens: int = 0
 
 
 ClientFactory = Callable[[AgentConfig, "str | None"], Client]
@@ -171,6 +173,7 @@ class Agent:
         self.messages: list[Message] = []
         self._covered: set[int] = set()
         self._recorder = TurnRecorder(self.workspace)
+        self._waited: dict[str, float] = {}  # seconds each call of the turn spent waiting for a person
         if session_id is None:
             self.session_id = store.create(self.workspace, provider=config.provider, model=config.model)
         else:
@@ -193,8 +196,12 @@ class Agent:
             self._covered.clear()
         return [self.system, *(m for i, m in enumerate(self.messages) if i not in self._covered)]
 
-    def turn(self, prompt: str) -> TurnOutcome:
+    def turn(self, prompt: str, *, attachments: str = "") -> TurnOutcome:
         """Run one assistant turn for ``prompt``; Ctrl-C (``KeyboardInterrupt``) ends it as interrupted.
+
+        ``attachments`` (the files a prompt mentions with ``@path``, already read) go to the model
+        with this turn's request only: the session stores the prompt as typed, so later turns, live or
+        resumed, carry the same history and read the files again when they need them.
 
         When the request would near the context window, the oldest turns are compacted first (see
         :mod:`turnmemory.agent.compaction`); a turn that overflows anyway drops its pending state, so
@@ -211,7 +218,8 @@ class Agent:
         error: str | None = "the turn ended without a result"
         reason: str | None = None
         try:
-            events = self.client.run_turn(history, prompt, tools=_specs(self.tools), execute=self._execute)
+            request = f"{prompt}\n\n{attachments}" if attachments else prompt
+            events = self.client.run_turn(history, request, tools=_specs(self.tools), execute=self._execute)
             with _closing(events):
                 for event in events:
                     record(event, recorder)
@@ -220,6 +228,7 @@ class Agent:
                         started[event.call_id] = time.monotonic()
                     elif event.kind == "tool_end":
                         elapsed = time.monotonic() - started.pop(event.call_id, time.monotonic())
+                        elapsed = max(0.0, elapsed - self._waited.pop(event.call_id, 0.0))
                         durations[event.call_id] = elapsed
                     elif event.kind == "usage" and event.usage is not None:
                         usage = _add_usage(usage, event.usage)
@@ -258,6 +267,8 @@ class Agent:
         excess = sum(sizes) if force else before - int(TARGET * budget)
         limit = min(self._covered) if self._covered else None
         cut = cut_point(self.messages, sizes, excess, keep=1, limit=limit)
+        if before - sum(sizes[:cut]) > budget:  # the latest turn alone does not fit: it goes too
+            cut = cut_point(self.messages, sizes, excess, keep=0, limit=limit)
         if cut == 0:
             if force:
                 self.view.notice("nothing to compact: the session has one turn")
@@ -357,7 +368,10 @@ class Agent:
         """
 
         def authorize(access: Access) -> str | None:
+            asked = time.monotonic()
             decision = self.permissions.decide(access)
+            if decision.how in ("once", "session", "deny"):  # a person answered: not the tool's time
+                self._waited[call_id] = self._waited.get(call_id, 0.0) + time.monotonic() - asked
             if decision.how != "auto" and recorder is not None:
                 recorder.permission(call_id, access.summary(), decision.label)
             return None if decision.allowed else decision.reason
@@ -423,7 +437,7 @@ class Agent:
         self.client = self._client_factory(self.config, self.session_id)
 
     def resume(self, session_id: str) -> None:
-        """Continue the stored session ``session_id`` (``/resume``)."""
+        """Continue the stored session ``session_id`` (``/resume``) with the model it last used."""
         loaded = self.store.load(session_id)
         previous = self.session_id
         self.store.claim(session_id)
@@ -434,6 +448,14 @@ class Agent:
         self.messages, self._covered = [], set()
         self._load(loaded)
         self.permissions.reset_session()
+        used = loaded.model
+        if used is not None and used != (self.config.provider, self.config.model):
+            try:
+                self.config = self.config.switched(*used)
+            except ConfigError as error:
+                self.view.notice(
+                    f"the session last used {used[0]} {used[1]}, which cannot be opened here ({error})"
+                )
         self.client = self._client_factory(self.config, self.session_id)
 
     def switch_model(self, provider: str | None, model: str | None) -> None:
@@ -442,6 +464,9 @@ class Agent:
         self._drop_pending(f"switched to {config.provider} {config.model}")
         self.config = config
         self.client = self._client_factory(config, self.session_id)
+        self.store.append(
+            self.session_id, "model_switch", {"provider": config.provider, "model": config.model}
+        )
 
     def _drop_pending(self, reason: str) -> None:
         message = self.client.drop_pending(TurnRecorder(self.workspace))
@@ -469,20 +494,23 @@ class Agent:
         """What the next request will carry, by layer, in UTF-8 bytes of the provider's JSON."""
         history = self.request_history()
         pending = self.client.pending or []
+        accounting = self.client.accounting
+
+        def layer(name: str, text: str, minus: str = "") -> ContextLayer:
+            tokens = accounting.counter.text(text) - (accounting.counter.text(minus) if minus else 0)
+            return ContextLayer(name, max(_size(text) - _size(minus), 0), accounting.scaled(max(tokens, 0)))
+
         layers = [
-            ContextLayer("system", _size(self.system.content)),
-            ContextLayer(
-                "tool definitions", _size(json.dumps([spec.schema() for spec in _specs(self.tools)]))
-            ),
-            ContextLayer("user", sum(_size(m.content) for m in history if m.role == "user")),
-            ContextLayer("assistant prose", sum(_size(m.content) for m in history if m.role == "assistant")),
+            layer("system", self.system.content),
+            layer("tool definitions", json.dumps([spec.schema() for spec in _specs(self.tools)])),
+            layer("user", "\n".join(m.content for m in history if m.role == "user")),
+            layer("assistant prose", "\n".join(m.content for m in history if m.role == "assistant")),
         ]
         formatter = _formatter(self.config.provider)
         if formatter is not None:
             bare = [Message(role=m.role, content=m.content) for m in history]
-            blocks = _size(_json(formatter(history))) - _size(_json(formatter(bare)))
-            layers.append(ContextLayer("historical tool blocks", max(blocks, 0)))
-        layers.append(ContextLayer("pending", _size(_json(pending)) if pending else 0))
+            layers.append(layer("historical tool blocks", _json(formatter(history)), _json(formatter(bare))))
+        layers.append(layer("pending", _json(pending) if pending else ""))
         return layers
 
 

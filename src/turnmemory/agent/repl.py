@@ -1,9 +1,14 @@
 """``turnmemory chat``: the interactive REPL (prompt_toolkit for input, rich for output).
 
-The screen shows the original prose (as markdown), one status line per tool with its duration,
-coloured diffs before a write or edit is allowed, and a spinner while waiting. It never shows the
-reconstructed historical blocks; ``/context`` says what the next request carries and ``/memory``
-what TurnMemory kept.
+The screen shows the original prose (as markdown), the model's reasoning dimmed while it streams
+(then folded to one line; ``/thinking`` shows it whole), one status line per tool with its duration
+(time spent at a permission prompt not counted), coloured diffs before a write or edit is allowed
+(long ones cut, ``/diff`` shows the whole), a usage line after each turn, and a spinner while waiting.
+It never shows the reconstructed historical blocks; ``/context`` says what the next request carries
+and ``/memory`` what TurnMemory kept. A resumed session is shown as it looked live.
+
+``@path`` in a prompt attaches that file's text to the message (bounded; a file outside the
+workspace needs the read permission); the session stores the prompt as typed.
 
 Ctrl-C during a turn interrupts it (its work stays pending for the next turn); a second Ctrl-C at
 the prompt exits. Enter sends; Esc then Enter (or Alt-Enter) inserts a newline.
@@ -29,13 +34,15 @@ from rich.status import Status
 from rich.table import Table
 from rich.text import Text
 
-from turnmemory.agent._display import one_line, session_lines, timestamp, tool_label, tool_outcome
+from turnmemory.agent._attach import attach_mentions
+from turnmemory.agent._display import one_line, timestamp, tool_label, tool_outcome
 from turnmemory.agent._runtime import open_agent
 from turnmemory.agent.config import AgentConfig, ConfigError
-from turnmemory.agent.loop import Agent
+from turnmemory.agent.loop import Agent, TurnOutcome
 from turnmemory.agent.permissions import Access, Answer, Rule, session_scope
-from turnmemory.agent.sessions import SessionStoreError, data_dir
-from turnmemory.llm import Event
+from turnmemory.agent.sessions import LoadedSession, SessionStoreError, data_dir
+from turnmemory.llm import Event, Usage
+from turnmemory.retention import redact
 
 __all__ = ["COMMANDS", "ReplCompleter", "ReplView", "run_chat"]
 
@@ -47,13 +54,18 @@ COMMANDS: Mapping[str, str] = {
     "/sessions": "list this workspace's sessions",
     "/model": "show or switch the model: /model [PROVIDER] MODEL",
     "/memory": "this session's TurnMemory",
-    "/context": "what the next request will carry, by layer",
+    "/context": "what the next request will carry, by layer, in tokens",
+    "/thinking": "the model's reasoning of the last turn, whole",
+    "/diff": "the last diff, whole",
     "/compact": "summarize every turn but the latest (with compaction = drop: drop them)",
     "/exit": "leave (also Ctrl-D)",
 }
 """The slash commands and what they do."""
 
 _REFRESH_SECONDS = 0.08
+DIFF_LINES = 40
+"""A diff longer than this shows its first lines and how many more there are (``/diff`` shows all)."""
+_REASONING_LINES = 6  # the reasoning shows its last lines while it streams
 
 
 class ReplView:
@@ -67,13 +79,28 @@ class ReplView:
         self._refreshed = 0.0
         self._status: Status | None = None
         self._calls: dict[str, str] = {}
+        self._reasoning = ""
+        self._thinking: Live | None = None
+        self._streamed = False  # text streamed since the last completed request (lost on a retry)
+        self.last_reasoning = ""
+        self.last_diff = ""
+        self.last_input_tokens = 0
 
     # -- View --------------------------------------------------------------------------------------
 
     def event(self, event: Event, elapsed: float | None) -> None:
         """Show one turn event."""
+        if event.kind == "reasoning":
+            self._think(event.text)
+            return
+        self._fold_reasoning()
         if event.kind == "text":
+            self._streamed = self._streamed or bool(event.text)
             self._text(event.text)
+        elif event.kind == "usage":
+            self._streamed = False
+            if event.usage is not None and event.usage.input_tokens:
+                self.last_input_tokens = event.usage.input_tokens
         elif event.kind == "tool_start":
             self.end_prose()
             label = tool_label(event.name, event.arguments, self.workspace)
@@ -85,9 +112,10 @@ class ReplView:
             self.wait("thinking")
         elif event.kind == "retry":
             self.end_prose()
+            discarded = "[dim] (the text it streamed is discarded)[/]" if self._streamed else ""
+            self._streamed = False
             self.console.print(
-                f"[yellow]retrying (attempt {event.attempt}): {escape(one_line(event.error or ''))}[/]"
-                "[dim] (text streamed by the failed attempt is discarded)[/]"
+                f"[yellow]retrying (attempt {event.attempt}): {escape(one_line(event.error or ''))}[/]{discarded}"
             )
             self.wait("retrying")
         elif event.kind == "reduced":
@@ -103,24 +131,14 @@ class ReplView:
                 self.console.print("[dim]its work is kept for your next message[/]")
 
     def diff(self, call_id: str, diff: str) -> None:
-        """A coloured diff, before the permission prompt."""
+        """A coloured diff, before the permission prompt; a long one cut at :data:`DIFF_LINES` lines."""
         self.end_prose()
         self.pause()
-        text = Text()
-        for line in diff.splitlines():
-            style = (
-                "bold"
-                if line.startswith(("+++", "---"))
-                else "green"
-                if line.startswith("+")
-                else "red"
-                if line.startswith("-")
-                else "cyan"
-                if line.startswith("@@")
-                else ""
-            )
-            text.append(line + "\n", style=style)
-        self.console.print(text, end="")
+        self.last_diff = diff
+        lines = diff.splitlines()
+        self.console.print(diff_text(lines[:DIFF_LINES]), end="")
+        if len(lines) > DIFF_LINES:
+            self.console.print(f"[dim]… {len(lines) - DIFF_LINES} more lines (/diff shows the whole diff)[/]")
 
     def notice(self, text: str) -> None:
         """A dim note."""
@@ -128,11 +146,103 @@ class ReplView:
         self.pause()
         self.console.print(f"[dim yellow]{escape(text)}[/]")
 
+    def usage(self, outcome: TurnOutcome, prices: Mapping[str, float] | None) -> None:
+        """One dim line after a turn: tokens in (cached) and out, and the cost when prices are set."""
+        used = outcome.usage
+        if not (used.input_tokens or used.output_tokens):
+            return
+        line = f"tokens: {_short(used.input_tokens)} in"
+        if used.cached_tokens:
+            line += f" ({_short(used.cached_tokens)} cached)"
+        line += f", {_short(used.output_tokens)} out"
+        if prices:
+            line += f" · ${turn_cost(used, prices):.4f}"
+        self.console.print(f"[dim]{line}[/]")
+
+    def replay(self, loaded: LoadedSession) -> None:
+        """A stored session as it looked live: prompts, prose as markdown, tool lines, cut diffs."""
+        for event in loaded.events:
+            data = event.data
+            if event.kind == "user_message":
+                self.console.print(Text(f"› {data.get('content', '')}", style="bold"))
+            elif event.kind == "assistant_turn":
+                self._replay_turn(data)
+            elif event.kind == "compaction":
+                self.notice(
+                    f"[{data.get('turns')} earlier turns {'summarized' if data.get('mode') == 'summary' else 'dropped'}]"
+                )
+            elif event.kind == "model_switch":
+                self.notice(f"now using {data.get('provider')} {data.get('model')}")
+
+    def _replay_turn(self, data: Mapping[str, Any]) -> None:
+        items = [item for item in data.get("transcript", []) if isinstance(item, Mapping)]
+        prose = ""
+        for item in items:
+            kind = item.get("kind")
+            if kind == "text":
+                prose += str(item.get("text", ""))
+                continue
+            if prose.strip():
+                self.console.print(Markdown(prose))
+            prose = ""
+            if kind == "tool":
+                self._stored_tool_line(item)
+            elif kind == "diff":
+                self.diff(str(item.get("call_id", "")), str(item.get("diff", "")))
+            elif kind == "permission":
+                self.console.print(
+                    f"[dim]permission {escape(str(item.get('decision')))}: {escape(str(item.get('summary')))}[/]"
+                )
+        if prose.strip():
+            self.console.print(Markdown(prose))
+        status = data.get("status")
+        if status not in (None, "done"):
+            why = one_line(str(data.get("error") or data.get("reason") or ""))
+            self.console.print(f"[red]turn {escape(str(status))}: {escape(why)}[/]")
+
+    def _stored_tool_line(self, item: Mapping[str, Any]) -> None:
+        label = (
+            f"{item.get('server')}.{item.get('tool')}" if item.get("server") else str(item.get("name", "?"))
+        )
+        if item.get("target"):
+            label += f" {item['target']}"
+        status = item.get("status")
+        error = str(item.get("preview") or "failed") if status == "error" else None
+        output = {"exit_code": item["exit_code"]} if isinstance(item.get("exit_code"), int) else None
+        duration = item.get("duration")
+        self._tool_line(redact(label), output, error, duration if isinstance(duration, int | float) else None)
+
+    def _think(self, chunk: str) -> None:
+        """Reasoning streams dimmed, its last lines only."""
+        self.pause()
+        if self._live is not None:
+            self.end_prose()
+        self._reasoning += chunk
+        tail = "\n".join(self._reasoning.rstrip().splitlines()[-_REASONING_LINES:])
+        shown = Text(tail, style="dim italic")
+        if self._thinking is None:
+            self._thinking = Live(shown, console=self.console, auto_refresh=False, transient=True)
+            self._thinking.start()
+        self._thinking.update(shown, refresh=True)
+
+    def _fold_reasoning(self) -> None:
+        """Reasoning that ended folds to one dim line."""
+        if self._thinking is None and not self._reasoning:
+            return
+        if self._thinking is not None:
+            self._thinking.stop()
+            self._thinking = None
+        words = len(self._reasoning.split())
+        self.last_reasoning = self._reasoning
+        self._reasoning = ""
+        if words:
+            self.console.print(f"[dim italic]✻ thought ({words} words; /thinking shows it)[/]")
+
     # -- pieces ------------------------------------------------------------------------------------
 
     def wait(self, what: str) -> None:
         """Show the spinner with ``what``."""
-        if self._live is not None:
+        if self._live is not None or self._thinking is not None:
             return
         if self._status is None:
             self._status = self.console.status(f"[dim]{escape(what)}…[/]", spinner="dots")
@@ -172,6 +282,41 @@ class ReplView:
         colour = "green" if outcome == "ok" else "yellow" if outcome.startswith("exit") else "red"
         took = f" [dim]{elapsed:.1f}s[/]" if elapsed is not None else ""
         self.console.print(f"[{colour}]●[/] {escape(label)} [{colour}]{escape(outcome)}[/]{took}")
+
+
+def diff_text(lines: list[str]) -> Text:
+    """Diff lines coloured: headers bold, additions green, removals red, hunks cyan."""
+    text = Text()
+    for line in lines:
+        style = (
+            "bold"
+            if line.startswith(("+++", "---"))
+            else "green"
+            if line.startswith("+")
+            else "red"
+            if line.startswith("-")
+            else "cyan"
+            if line.startswith("@@")
+            else ""
+        )
+        text.append(line + "\n", style=style)
+    return text
+
+
+def turn_cost(usage: Usage, prices: Mapping[str, float]) -> float:
+    """The cost of a turn's tokens at ``prices`` (per million tokens: ``input``, ``output``,
+    ``cached_input``; cached tokens at the input price when no cached price is set)."""
+    cached = min(usage.cached_tokens, usage.input_tokens)
+    per_token = {key: value / 1_000_000 for key, value in prices.items()}
+    return (
+        (usage.input_tokens - cached) * per_token.get("input", 0.0)
+        + cached * per_token.get("cached_input", per_token.get("input", 0.0))
+        + usage.output_tokens * per_token.get("output", 0.0)
+    )
+
+
+def _short(count: int) -> str:
+    return f"{count:,}" if count < 10_000 else f"{count / 1000:.1f}k"
 
 
 class ReplCompleter(Completer):
@@ -285,12 +430,16 @@ class Repl:
 
     def _turn(self, text: str) -> bool:
         """Run one turn; whether it was interrupted. A Ctrl-C while it is being saved propagates."""
+        attached, notes = attach_mentions(text, self.agent)
+        for note in notes:
+            self.view.notice(note)
         self.view.wait("thinking")
         try:
-            outcome = self.agent.turn(text)
+            outcome = self.agent.turn(text, attachments=attached)
         finally:
             self.view.end_prose()
             self.view.pause()
+        self.view.usage(outcome, self.agent.config.prices)
         if outcome.status != "interrupted":
             return False
         self.console.print("[yellow]interrupted[/] [dim]- the work so far is kept; Ctrl-C again to exit[/]")
@@ -326,6 +475,16 @@ class Repl:
                 self._context()
             elif name == "/compact":
                 self.agent.compact(force=True)
+            elif name == "/thinking":
+                shown = self.view.last_reasoning.strip()
+                self.console.print(
+                    Text(shown, style="dim italic") if shown else "[dim]no reasoning shown yet[/]"
+                )
+            elif name == "/diff":
+                if self.view.last_diff:
+                    self.console.print(diff_text(self.view.last_diff.splitlines()), end="")
+                else:
+                    self.console.print("[dim]no diff yet[/]")
             else:
                 self.console.print(f"[red]unknown command {escape(name)}[/] [dim](/help lists them)[/]")
         except (ConfigError, KeyError, SessionStoreError) as error:
@@ -345,9 +504,11 @@ class Repl:
                 raise KeyError("no other session in this workspace")
             session_id = others[0]
         self.agent.resume(session_id)
-        for line in session_lines(store.load(session_id)):
-            self.console.print(Text(line, style="dim"))
-        self.console.print(f"[dim]resumed session {session_id[:8]}[/]")
+        self.view.replay(store.load(session_id))
+        self.console.print(
+            f"[dim]resumed session {session_id[:8]} · {escape(self.agent.config.provider)} "
+            f"{escape(self.agent.config.model)}[/]"
+        )
 
     def _sessions(self) -> None:
         table = Table("id", "started", "turns", "last prompt", box=None)
@@ -399,18 +560,30 @@ class Repl:
 
     def _context(self) -> None:
         layers = self.agent.context_layers()
-        table = Table("layer", "bytes", box=None)
-        for layer in layers:
-            table.add_row(layer.name, f"{layer.size:,}")
-        table.add_row("[bold]total[/]", f"[bold]{sum(layer.size for layer in layers):,}[/]")
-        self.console.print(table)
-        self.console.print("[dim]UTF-8 bytes of the provider's JSON; the new message comes on top[/]")
         accounting = self.agent.client.accounting
         limits = accounting.limits
-        self.console.print(
-            f"about {self.agent.request_tokens():,} tokens ({accounting.counter.unit} estimate); a request may "
-            f"carry {limits.budget:,} of the {limits.window:,}-token window"
+        table = Table("layer", "tokens", "of window", "bytes", box=None)
+        for layer in layers:
+            table.add_row(
+                layer.name, f"{layer.tokens:,}", f"{layer.tokens / limits.window:.1%}", f"{layer.size:,}"
+            )
+        total = self.agent.request_tokens()
+        table.add_row(
+            "[bold]next request[/]", f"[bold]{total:,}[/]", f"[bold]{total / limits.window:.1%}[/]", ""
         )
+        self.console.print(table)
+        calibrated = (
+            f", calibrated x{accounting.ratio:.2f} by reported usage" if accounting.ratio != 1 else ""
+        )
+        self.console.print(
+            f"[dim]tokens: an offline {accounting.counter.unit} estimate{calibrated}; the window is "
+            f"{limits.window:,} tokens, a request may carry {limits.budget:,}; the new message comes on top[/]"
+        )
+        if self.view.last_input_tokens:
+            self.console.print(
+                f"[dim]the last request carried {self.view.last_input_tokens:,} input tokens "
+                f"({self.view.last_input_tokens / limits.window:.1%} of the window), as the provider reported[/]"
+            )
 
 
 _PROVIDERS = ("anthropic", "openai_chat", "openai_responses", "gemini", "bedrock")
@@ -426,13 +599,26 @@ def _bindings() -> KeyBindings:
     return bindings
 
 
-def run_chat(config: AgentConfig, *, workspace: str, session: str | None, latest: bool) -> int:
-    """Run the REPL; its exit status. ``ConfigError`` propagates for the caller to report."""
+def run_chat(
+    config: AgentConfig, *, workspace: str, session: str | None, latest: bool, session_model: bool = False
+) -> int:
+    """Run the REPL; its exit status. ``ConfigError`` propagates for the caller to report.
+
+    With ``session_model`` a resumed session continues with the model it last used.
+    """
     console = Console(highlight=False)
     workspace = os.path.realpath(workspace)
     view = ReplView(console, workspace)
     ask = PermissionPrompter(console, view)
-    with open_agent(config, workspace=workspace, view=view, ask=ask, session=session, latest=latest) as agent:
+    with open_agent(
+        config,
+        workspace=workspace,
+        view=view,
+        ask=ask,
+        session=session,
+        latest=latest,
+        session_model=session_model,
+    ) as agent:
         history_file = data_dir() / "prompt_history"
         prompt: PromptSession[str] = PromptSession(
             history=FileHistory(str(history_file)),
@@ -442,6 +628,5 @@ def run_chat(config: AgentConfig, *, workspace: str, session: str | None, latest
             multiline=False,
         )
         if agent.messages:
-            for line in session_lines(agent.store.load(agent.session_id)):
-                console.print(Text(line, style="dim"))
+            view.replay(agent.store.load(agent.session_id))
         return Repl(agent, console, view, prompt).loop()

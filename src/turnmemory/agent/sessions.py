@@ -144,6 +144,17 @@ class LoadedSession:
     messages: tuple[Message, ...]
     problems: tuple[str, ...]
 
+    @property
+    def model(self) -> tuple[str, str] | None:
+        """The provider and model the session last used: its start's, or its latest ``/model``'s."""
+        found = None
+        for event in self.events:
+            if event.kind in ("session_started", "model_switch"):
+                provider, model = event.data.get("provider"), event.data.get("model")
+                if isinstance(provider, str) and provider and isinstance(model, str) and model:
+                    found = (provider, model)
+        return found
+
 
 class SessionStoreError(Exception):
     """The sessions store cannot be used: one line saying why and how to recover."""
