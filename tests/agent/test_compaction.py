@@ -300,17 +300,17 @@ def conversations() -> st.SearchStrategy[list[Message]]:
 def test_cut_point_keeps_whole_turns_and_the_latest(messages: list[Message], data: st.DataObject) -> None:
     sizes = data.draw(st.lists(st.integers(0, 500), min_size=len(messages), max_size=len(messages)))
     excess = data.draw(st.integers(0, 10_000))
-    keep = data.draw(st.integers(1, 3))
+    keep = data.draw(st.integers(0, 3))
     cut = cut_point(messages, sizes, excess, keep=keep)
-    starts = [i for i, m in enumerate(messages) if m.role == "user" and i > 0]
+    starts = [i for i, m in enumerate(messages) if m.role == "user" and i > 0] + [len(messages)]
     if cut:
-        assert messages[cut].role == "user"
+        assert cut == len(messages) or messages[cut].role == "user"
         assert sum(1 for m in messages[cut:] if m.role == "user") >= keep
         # Minimal: one turn less would not have freed enough (or it is the first possible cut).
         earlier = [s for s in starts if s < cut]
         if earlier:
             assert sum(sizes[: earlier[-1]]) < excess
-    eligible = starts[: max(len(starts) - keep + 1, 0)]
+    eligible = starts[: max(len(starts) - keep, 0)]
     if excess > 0 and eligible and not cut:
         raise AssertionError("an eligible turn was not compacted")
     if cut and sum(sizes[:cut]) < excess:
@@ -370,4 +370,29 @@ def test_the_repl_compacts_on_request_and_shows_reductions(
     out = screen.getvalue()
     assert "/compact" in out and "compacted the session: 1 earlier turn summarized" in out
     assert "cleared 3 tool results (~1200 tokens)" in out
-    assert f"of the {WINDOW:,}-token window" in out
+    assert f"the window is {WINDOW:,} tokens" in out
+
+
+def test_a_turn_that_overflows_drops_its_pending_state_and_the_session_goes_on(
+    server: FakeProviderServer, open_agent: Callable[..., Agent], workspace: Path
+) -> None:
+    (workspace / "notes.txt").write_text("hello\n")
+    agent = open_agent("openai_responses", compaction="drop")
+    # Prose is never cleared: long prose with a call per response outgrows the window within the turn.
+    server.push(
+        *(
+            Reply(text=prose(k, words=250), tool_calls=[ToolCall("read_file", {"path": "notes.txt"})])
+            for k in range(8)
+        )
+    )
+    outcome = agent.turn("Think aloud and keep reading.")
+    assert outcome.status == "incomplete" and outcome.reason == "context_overflow"
+    server.reset()
+    assert agent.client.pending is None and stored(agent, "pending_drop")
+    assert any("context window overflowed" in notice for notice in agent.view.notices)  # type: ignore[attr-defined]
+
+    server.push(Reply(text="Fresh start."))
+    assert agent.turn("Summarize where we are.").status == "done"
+    assert "Think aloud and keep reading." in json.dumps(server.requests[-1].body) or stored(
+        agent, "compaction"
+    )

@@ -11,7 +11,8 @@ oldest whole turns are replaced by one user message that begins with :data:`MARK
 - ``off``: nothing happens (a turn that no longer fits ends with ``context_overflow``).
 
 Enough turns go to bring the history down to :data:`TARGET` of the budget, so compaction is rare
-(each one changes the cached prefix); the latest turn always stays. A :class:`Compaction` is stored
+(each one changes the cached prefix); the latest turn stays unless the request would not fit even
+without the others (a turn whose own prose outgrew the window). A :class:`Compaction` is stored
 as a ``compaction`` session event, and loading applies it at the same point of the conversation, so
 a resumed session sends exactly the requests the live one would have.
 """
@@ -110,14 +111,15 @@ def cut_point(
     messages: Sequence[Message], sizes: Sequence[int], excess: int, *, keep: int = 1, limit: int | None = None
 ) -> int:
     """How many leading messages to compact: the fewest whole turns whose ``sizes`` (estimated
-    tokens, one per message) add up to ``excess``, keeping the last ``keep`` user turns and never
-    reaching index ``limit``. 0 when there is nothing to compact.
+    tokens, one per message) add up to ``excess``, keeping the last ``keep`` user turns (``0``: the
+    whole conversation may go) and never passing index ``limit``. 0 when there is nothing to compact.
 
     Turns start at user messages, so the retained conversation starts with one too. When even all
     eligible turns are not enough, all of them go.
     """
-    starts = [index for index, message in enumerate(messages) if message.role == "user" and index > 0]
-    eligible = starts[: max(len(starts) - keep + 1, 0)]
+    bounds = [index for index, message in enumerate(messages) if message.role == "user" and index > 0]
+    bounds.append(len(messages))
+    eligible = bounds[: max(len(bounds) - keep, 0)]
     if limit is not None:
         eligible = [index for index in eligible if index <= limit]
     freed = 0
