@@ -3,6 +3,7 @@ leftovers of a crashed agent removed by the next one."""
 
 from __future__ import annotations
 
+import gc
 import os
 import stat
 import subprocess
@@ -193,3 +194,12 @@ def test_a_spilled_mcp_result_lives_for_its_turn_and_the_area_goes_with_the_agen
         assert len(spilled) == 1 and area in spilled[0].parents
         assert not spilled[0].exists()
     assert not area.exists() and list((data_dir / "spill").iterdir()) == []
+
+
+def test_an_area_nobody_holds_is_removed(tmp_path: Path) -> None:
+    area = SpillArea(tmp_path / "spill")
+    (area.path / "stdout.txt").write_text("raw output")
+    path = area.path
+    del area
+    gc.collect()
+    assert not path.exists() and list((tmp_path / "spill").iterdir()) == []

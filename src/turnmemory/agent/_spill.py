@@ -14,24 +14,27 @@ import fcntl
 import os
 import shutil
 import uuid
+import weakref
 from pathlib import Path
 
 __all__ = ["SpillArea", "sweep_stale"]
 
 
 class SpillArea:
-    """This process's spill directory under ``root``: created private, emptied by :meth:`clear`."""
+    """This process's spill directory under ``root``: created private, emptied by :meth:`clear`, removed by
+    :meth:`close` (or when the area is garbage-collected, or at interpreter exit)."""
 
     def __init__(self, root: Path) -> None:
         root.mkdir(parents=True, exist_ok=True, mode=0o700)
         os.chmod(root, 0o700)
         sweep_stale(root)
         name = uuid.uuid4().hex
-        self._lock = _locked(root / f"{name}.lock")
-        if self._lock is None:
+        lock = _locked(root / f"{name}.lock")
+        if lock is None:
             raise OSError(f"cannot lock a new spill directory under {root}")
         self.path = root / name
         self.path.mkdir(mode=0o700)
+        self._remove = weakref.finalize(self, _remove, self.path, lock)
 
     def clear(self) -> None:
         """Delete every spilled file (the turn is over)."""
@@ -47,12 +50,14 @@ class SpillArea:
 
     def close(self) -> None:
         """Remove the directory and its lock (the agent is done)."""
-        shutil.rmtree(self.path, ignore_errors=True)
-        if self._lock is not None:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(f"{self.path}.lock")
-            os.close(self._lock)
-            self._lock = None
+        self._remove()
+
+
+def _remove(path: Path, lock: int) -> None:
+    shutil.rmtree(path, ignore_errors=True)
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(f"{path}.lock")
+    os.close(lock)
 
 
 def sweep_stale(root: Path) -> None:
