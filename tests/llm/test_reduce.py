@@ -304,3 +304,36 @@ def test_calibration_follows_reported_usage_of_real_size_requests(
     client.drop_pending()
     run(client, "Read.", [READ], Reader())
     assert 1.1 < client.accounting.ratio < 1.5
+
+
+BASH = ToolSpec(
+    "bash",
+    "Run a command.",
+    {"type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]},
+)
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_cleared_results_keep_their_short_facts_and_the_memory_its_failed_commands(
+    provider: str, server: FakeProviderServer, long_client: Callable[..., Client]
+) -> None:
+    client = long_client(provider, max_tool_turns=6, **SMALL)
+    server.push(
+        *(
+            Reply(text=f"Run {k}.", tool_calls=[ToolCall("bash", {"command": f"make test{k}"})])
+            for k in range(6)
+        )
+    )
+
+    def failing(call_id: str, name: str, arguments: dict[str, Any]) -> ToolResult:
+        return ToolResult(output={"exit_code": 3, "stdout": file_text(len(call_id), lines=90)})
+
+    events = run(client, "Run the tests.", [BASH], failing)
+    assert events[-1].reason == "tool_limit" and any(event.kind == "reduced" for event in events)
+    pending = json.dumps(client.pending)
+    assert CLEARED in pending
+    memory = client.drop_pending()
+    assert memory is not None and memory.turn_memory is not None
+    activities = memory.turn_memory.tool_activity
+    assert len(activities) == 6
+    assert all(a.exit_code == 3 and a.failed_command == f"make test{k}" for k, a in enumerate(activities))

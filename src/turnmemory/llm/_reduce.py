@@ -5,7 +5,7 @@ request would exceed the window minus the output reserve, the reducer replaces, 
 (the pending state of an earlier incomplete turn, then this turn's own items):
 
 1. the contents of the oldest tool results, with a short note saying what was removed and that the
-   tool can be run again, at least ``clear_at_least`` tokens at a time so that the cached prompt
+   tool can be run again (a JSON object result keeps its short scalar fields, such as an exit code), at least ``clear_at_least`` tokens at a time so that the cached prompt
    prefix changes rarely;
 2. if still needed, the large values (over 256 bytes) inside the largest call arguments, such as
    written file bodies, except in responses that carry signed reasoning (thinking signatures,
@@ -39,6 +39,9 @@ CLEARED = "[cleared to fit the context window"
 
 _LARGE_VALUE = 256
 """Argument values whose compact JSON is larger than this many bytes are cleared."""
+
+_FACT_BYTES = 80
+"""String fields of a JSON result up to this size stay when its output is cleared."""
 
 _ROUNDS = 4
 """Reductions tried per request before giving up (each re-measures the trace)."""
@@ -146,6 +149,15 @@ class Reducer:
         """Whether a request estimated at ``raw`` fits the budget."""
         return self.accounting.scaled(raw) <= self.budget
 
+    def bound(self, request: Mapping[str, Any], tools: Sequence[ToolSpec]) -> int | None:
+        """An upper bound on :meth:`measure` taken without the tokenizer, or ``None`` once it is loaded
+        (counting is cheap then): the UTF-8 bytes of the compact JSON of ``request`` and the definitions
+        of ``tools``, since no tokenizer counts more tokens than bytes."""
+        if self.accounting.counter.loaded:
+            return None
+        texts = (compact_json(dict(request)), compact_json([_definition(spec) for spec in tools]))
+        return sum(len(text.encode("utf-8")) for text in texts)
+
     def overflow_message(self, raw: int) -> str:
         """Why a request estimated at ``raw`` cannot be sent, in one line."""
         limits = self.accounting.limits
@@ -218,11 +230,12 @@ class Reducer:
         """The replacement for ``piece`` and the raw tokens it saves (0 or less: not worth it)."""
         count = self.accounting.counter
         if piece.kind == "result":
-            if piece.text.startswith(CLEARED) or CLEARED in piece.text[:80]:
+            if CLEARED in piece.text:
                 return "", 0
             size = count.text(piece.text)
             note = cleared_note("output", self.accounting.scaled(size), name, unread=unread)
-            return note, size - count.text(note)
+            content = note if piece.error else _with_facts(piece.text, note)
+            return content, size - count.text(content)
         arguments = dict(piece.arguments or {})
         saved = 0
         for key, value in arguments.items():
@@ -243,6 +256,24 @@ class Reducer:
         size = self.accounting.counter.value(render(value) if render is not None else value)
         self._sizes[id(value)] = (value, size)
         return size
+
+
+def _with_facts(text: str, note: str) -> str:
+    """``note``, keeping the short scalar fields of a JSON object result (an exit code, a path)."""
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return note
+    if not isinstance(value, dict):
+        return note
+    facts = {
+        key: item
+        for key, item in value.items()
+        if item is None
+        or isinstance(item, bool | int | float)
+        or (isinstance(item, str) and len(item.encode("utf-8")) <= _FACT_BYTES)
+    }
+    return compact_json({**facts, "cleared": note}) if facts else note
 
 
 def _latest_round(pieces: Sequence[Piece]) -> int:

@@ -21,7 +21,7 @@ from turnmemory.llm._loop import (
 )
 from turnmemory.llm._reduce import Piece, compact_json
 from turnmemory.llm._retry import Failure, MalformedError, connection_failure, http_failure
-from turnmemory.llm._tools import Call, ToolResult, ToolSpec, object_result
+from turnmemory.llm._tools import Call, ToolResult, ToolSpec, object_result, parse_output
 from turnmemory.llm.events import Event, Reason, Usage
 from turnmemory.providers import gemini as formatter
 
@@ -137,7 +137,8 @@ class GeminiWire(History):
         camel = "functionResponse" if piece.kind == "result" else "functionCall"
         key = snake if snake in part else camel
         if isinstance(content, str):
-            part[key] = {**part[key], "response": {"error" if piece.error else "output": content}}
+            result = ToolResult(error=content) if piece.error else parse_output(content)
+            part[key] = {**part[key], "response": _response(result)}
         else:
             part[key] = {**part[key], "args": content}
         parts[piece.slot] = part
