@@ -213,7 +213,7 @@ def _turns(draw: st.DrawFn) -> list[Message]:
     return messages
 
 
-@settings(max_examples=30, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(_turns())
 def test_loading_gives_back_what_was_stored(store: SessionStore, messages: list[Message]) -> None:
     session = store.create(WS, provider="p", model="m")
