@@ -6,7 +6,7 @@ import os
 from pathlib import Path
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from turnmemory.agent.permissions import (
@@ -176,7 +176,13 @@ def test_dangerous_commands_need_an_explicit_dangerous_rule_headless() -> None:
 def test_interactive_answers_and_session_grants() -> None:
     asked: list[Access] = []
     answers = iter(
-        [Answer("session"), Answer("once"), Answer("once"), Answer("once"), Answer("deny", "use make instead")]
+        [
+            Answer("session"),
+            Answer("once"),
+            Answer("once"),
+            Answer("once"),
+            Answer("deny", "use make instead"),
+        ]
     )
 
     def ask(access: Access) -> Answer:
@@ -192,7 +198,11 @@ def test_interactive_answers_and_session_grants() -> None:
     assert permissions.decide(rm).label == "allow_once"
     denied = permissions.decide(Access("write", f"{WS}/a"))
     assert denied.label == "deny" and "use make instead" in denied.reason
-    assert [access.subject for access in asked if access.kind == "bash"] == ["ls", "pytest", *[rm.subject] * 2]
+    assert [access.subject for access in asked if access.kind == "bash"] == [
+        "ls",
+        "pytest",
+        *[rm.subject] * 2,
+    ]
     permissions.reset_session()
     assert permissions.session_rules == []
 
@@ -223,6 +233,7 @@ def test_spill_directory_is_readable_without_asking(tmp_path: Path) -> None:
 _SEGMENTS = st.lists(st.sampled_from(["a", "b", "..", ".", "c.txt"]), min_size=1, max_size=8)
 
 
+@settings(deadline=None)
 @given(_SEGMENTS)
 def test_resolved_paths_are_inside_exactly_when_they_stay_under_the_workspace(segments: list[str]) -> None:
     workspace = "/nonexistent-root/ws"
@@ -249,6 +260,7 @@ _RULES = st.lists(
 _WRAPPERS = st.sampled_from(["{}", "echo ok && {}", "{}; echo done", "(cd sub && {})", "bash -c '{}'"])
 
 
+@settings(deadline=None)
 @given(_COMMANDS, _WRAPPERS, _RULES)
 def test_dangerous_commands_are_never_allowed_headless_without_the_dangerous_rule(
     command: str, wrapper: str, rules: list[str]
