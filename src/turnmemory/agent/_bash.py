@@ -65,6 +65,8 @@ INTERPRETERS = SHELLS | {
     "gawk",
     "mawk",
     "nawk",
+    "sed",
+    "gsed",
 }
 """Programs that run code: the script (or inline code) they are given is what a rule grants."""
 
@@ -86,9 +88,11 @@ _EXACT_ONLY = frozenset(
         "sudo", "doas", "su", "env", "command", "builtin", "exec", "eval", "source", ".", "nohup", "time",
         "timeout", "nice", "ionice", "watch", "strace", "ltrace", "stdbuf", "setsid", "chroot", "unshare",
         "nsenter", "ssh", "parallel", "script", "flock", "fakeroot", "find", "xargs", "trap", "alias",
+        "rsync", "tar", "zip",
     }
 )  # fmt: skip
-"""Programs that run another command given as arguments: only the exact command can be granted."""
+"""Programs that run another command given as arguments or options (``rsync -e``, ``tar
+--to-command``): only the exact command can be granted."""
 _CD = frozenset({"cd", "pushd", "popd"})
 _LOOSE_BYTES = 512
 _CONTEXT = 8
@@ -464,16 +468,22 @@ def prefix(words: Sequence[str]) -> tuple[tuple[str, ...], bool]:
         kind, index = code_source(words)
         return (tuple(words[: index + 1]), True) if kind == "script" else exact
     if name in _RUNNERS:
-        return (tuple(words[:2]), True) if len(words) > 1 and not words[1].startswith("-") else exact
+        return _run_prefix(words, 1)
     if name in _SUBCOMMAND_TOOLS:
         if len(words) < 2 or words[1].startswith("-"):
             return exact
         if words[1] in _RUNNER_SUBCOMMANDS:
-            if len(words) < 3 or words[2].startswith("-"):
-                return exact
-            return tuple(words[:3]), True
+            return _run_prefix(words, 2)
         return tuple(words[:2]), True
     return (words[0],), True
+
+
+def _run_prefix(words: Sequence[str], start: int) -> tuple[tuple[str, ...], bool]:
+    """``npx eslint``, ``uv run python app.py``: the runner and the prefix of the command it runs."""
+    if len(words) <= start or words[start].startswith("-"):
+        return tuple(words), False
+    inner, more = prefix(words[start:])
+    return (*words[:start], *inner), more
 
 
 # -- the survey (dangerous commands) --------------------------------------------------------------
