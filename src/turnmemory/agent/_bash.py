@@ -96,6 +96,8 @@ _EXACT_ONLY = frozenset(
 _CD = frozenset({"cd", "pushd", "popd"})
 _LOOSE_BYTES = 512
 _CONTEXT = 8
+_MAX_PREFIX_WORDS = 200
+"""Longer commands are granted exactly (and runners nested in runners stay shallow)."""
 _INLINE_FLAGS = frozenset({"--eval", "--print", "-p", "-r", "--command", "-Command", "--exec"})
 _VALUE_FLAGS = frozenset({"-W", "-X", "-I", "--require"})
 _DUP_OPERATORS = frozenset({">&", "<&"})
@@ -462,7 +464,7 @@ def prefix(words: Sequence[str]) -> tuple[tuple[str, ...], bool]:
     """
     exact = (tuple(words), False)
     name = program_name(words[0])
-    if name in _EXACT_ONLY:
+    if name in _EXACT_ONLY or len(words) > _MAX_PREFIX_WORDS:
         return exact
     if name in INTERPRETERS:
         kind, index = code_source(words)
