@@ -27,6 +27,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/langchain_compare.py
 	$(BIN)/python benchmarks/frameworks.py
 	$(BIN)/python benchmarks/context_size.py
+	$(BIN)/python benchmarks/startup.py
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks

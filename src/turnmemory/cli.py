@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import sys
-from importlib.metadata import PackageNotFoundError, version
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -51,6 +50,8 @@ def main(argv: list[str] | None = None) -> None:
 
 
 def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
     try:
         return version("turnmemory")
     except PackageNotFoundError:

@@ -260,6 +260,9 @@ class Agent:
         accounting = self.client.accounting
         budget = accounting.limits.budget
         specs = _specs(self.tools)
+        bound = self.client.request_bound(self.request_history(), prompt or ".", tools=specs)
+        if not force and bound is not None and bound <= TRIGGER * budget:
+            return None  # surely far from the window, known without loading the tokenizer
         before = self.request_tokens(prompt)
         if not force and before <= TRIGGER * budget:
             return None

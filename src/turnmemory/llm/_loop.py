@@ -26,6 +26,7 @@ import time
 from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
 from contextlib import closing
 from dataclasses import dataclass
+from functools import partial
 from types import ModuleType
 from typing import Any, Protocol
 
@@ -290,11 +291,21 @@ class Client:
     ) -> int:
         """The calibrated token estimate of the first request a turn for ``prompt`` after ``history``
         would send, offering ``tools`` (the pending state included)."""
-        wire = self._wire
-        messages = [*history, Message(role="user", content=prompt)]
-        request = wire.format(messages, copy.deepcopy(self._pending or []))
-        raw = Reducer(wire, self.accounting).measure(request, wire.items_key, tools)
+        request = self._first_request(history, prompt)
+        raw = Reducer(self._wire, self.accounting).measure(request, self._wire.items_key, tools)
         return self.accounting.scaled(raw)
+
+    def request_bound(
+        self, history: Sequence[Message], prompt: str, *, tools: Sequence[ToolSpec] = ()
+    ) -> int | None:
+        """A calibrated upper bound on :meth:`request_tokens` taken without loading the tokenizer, or
+        ``None`` once it is loaded (counting is cheap then)."""
+        raw = Reducer(self._wire, self.accounting).bound(self._first_request(history, prompt), tools)
+        return None if raw is None else self.accounting.scaled(raw)
+
+    def _first_request(self, history: Sequence[Message], prompt: str) -> dict[str, Any]:
+        messages = [*history, Message(role="user", content=prompt)]
+        return self._wire.format(messages, copy.deepcopy(self._pending or []))
 
     def run_turn(
         self,
@@ -361,8 +372,14 @@ class Client:
                 # The history's names are read once a turn; each iteration adds only its own items' names.
                 replayed = {**replayed_before, **dict.fromkeys(wire.replayed_tools({wire.items_key: turn}))}
                 specs = [*table.values(), *(placeholder_tool(name) for name in replayed if name not in table)]
-                size = reducer.measure(request, wire.items_key, specs)
-                if not reducer.fits(size):
+                # A request that fits at one token per byte goes out before the tokenizer loads.
+                bound = reducer.bound(request, specs)
+                size = (
+                    None
+                    if bound is not None and reducer.fits(bound)
+                    else reducer.measure(request, wire.items_key, specs)
+                )
+                if size is not None and not reducer.fits(size):
                     reduction = reducer.reduce(size, injected, turn)
                     if reduction.results or reduction.arguments:
                         injected, turn[:] = reduction.items[: len(injected)], reduction.items[len(injected) :]
@@ -384,7 +401,10 @@ class Client:
                     yield self._end(_reason(outcome), outcome.message, injected, turn, owner)
                     return
                 yield Event("usage", usage=outcome.usage)
-                self.accounting.observe(size, outcome.usage.input_tokens)
+                self.accounting.observe(
+                    size if size is not None else partial(reducer.measure, request, wire.items_key, specs),
+                    outcome.usage.input_tokens,
+                )
                 if not outcome.calls:
                     ended = True
                     if outcome.text:

@@ -167,19 +167,39 @@ class ContextLimits:
 class TokenCounter:
     """Counts tokens of texts and JSON-ready values, in o200k tokens or the byte-based estimate.
 
-    ``unit`` says which; ``note`` says why bytes were used when o200k was wanted.
+    ``unit`` says which; ``note`` says why bytes were used when o200k was wanted. A counter made with
+    ``load`` instead of ``count`` calls it at its first count to get ``count`` (loading o200k takes
+    about as much CPU time as importing a provider's SDK, so it waits until something is counted).
     """
 
     def __init__(
-        self, unit: Literal["o200k", "bytes"], count: Callable[[str], int], note: str | None = None
+        self,
+        unit: Literal["o200k", "bytes"],
+        count: Callable[[str], int] | None = None,
+        note: str | None = None,
+        *,
+        load: Callable[[], Callable[[str], int]] | None = None,
     ) -> None:
+        if (count is None) == (load is None):
+            raise ValueError("TokenCounter: expected count or load")
         self.unit: Literal["o200k", "bytes"] = unit
         self.note = note
         self._count = count
+        self._load = load
+
+    @property
+    def loaded(self) -> bool:
+        """Whether counting is ready (``False`` until the first count of a counter made with ``load``)."""
+        return self._count is not None
 
     def text(self, text: str) -> int:
         """Tokens of ``text``."""
-        return self._count(text) if text else 0
+        if not text:
+            return 0
+        if self._count is None:
+            assert self._load is not None
+            self._count = self._load()
+        return self._count(text)
 
     def value(self, value: Any) -> int:
         """Tokens of the compact JSON of ``value``."""
@@ -191,7 +211,8 @@ def _bytes_estimate(text: str) -> int:
 
 
 def open_counter(tokenizer: Tokenizer = "auto") -> TokenCounter:
-    """A counter in o200k tokens when wanted and available offline, else the byte-based estimate."""
+    """A counter in o200k tokens when wanted and available offline (loaded at its first count), else the
+    byte-based estimate."""
     if tokenizer not in ("auto", "o200k", "bytes"):
         raise ValueError(f"tokenizer: expected auto, o200k or bytes, got {tokenizer!r}")
     if tokenizer == "bytes":
@@ -201,10 +222,14 @@ def open_counter(tokenizer: Tokenizer = "auto") -> TokenCounter:
         return TokenCounter(
             "bytes", _bytes_estimate, note=f"o200k tokenizer unavailable ({reason}); estimating bytes/3"
         )
+    return TokenCounter("o200k", load=_load_o200k)
+
+
+def _load_o200k() -> Callable[[str], int]:
     import tiktoken
 
     encoding = tiktoken.get_encoding("o200k_base")
-    return TokenCounter("o200k", lambda text: len(encoding.encode_ordinary(text)))
+    return lambda text: len(encoding.encode_ordinary(text))
 
 
 class Accounting:
@@ -219,7 +244,17 @@ class Accounting:
     def __init__(self, counter: TokenCounter, limits: ContextLimits) -> None:
         self.counter = counter
         self.limits = limits
-        self.ratio = 1.0
+        self._ratio = 1.0
+        self._unmeasured: tuple[Callable[[], int], int] | None = None
+
+    @property
+    def ratio(self) -> float:
+        """Reported input tokens per estimated token: 1.0 until a response calibrates it."""
+        if self._unmeasured is not None:
+            measure, reported = self._unmeasured
+            self._unmeasured = None
+            self.observe(measure(), reported)
+        return self._ratio
 
     def scaled(self, raw: int) -> int:
         """``raw`` estimated tokens, calibrated."""
@@ -229,13 +264,21 @@ class Accounting:
         """The raw estimate that calibrates to ``tokens``."""
         return math.ceil(tokens / self.ratio)
 
-    def observe(self, raw: int, reported: int) -> None:
-        """A response reported ``reported`` input tokens for a request estimated at ``raw``."""
+    def observe(self, raw: int | Callable[[], int], reported: int) -> None:
+        """A response reported ``reported`` input tokens for a request estimated at ``raw``.
+
+        A callable ``raw`` measures the request when the ratio is next needed: measuring may load the
+        tokenizer, which a process that sends no further request never needs.
+        """
+        if callable(raw):
+            _ = self.ratio  # an earlier deferred observation comes first
+            self._unmeasured = (raw, reported)
+            return
         if raw < _SAMPLE or reported <= 0:
             return
         ratio = reported / raw
         if _PLAUSIBLE[0] <= ratio <= _PLAUSIBLE[1]:
-            self.ratio = ratio
+            self._ratio = ratio
 
 
 def o200k_cache_file() -> Path | None:
