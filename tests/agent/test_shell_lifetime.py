@@ -118,4 +118,6 @@ def test_a_command_that_prints_without_end_is_stopped(
         with pytest.raises(ToolError, match="printed more than 2000000 bytes") as error:
             _bash(ctx, command)
         files = str(error.value).split("partial output in ")[1].split(", ")
-        assert all(os.path.getsize(path) < 200_000_000 for path in files)
+        # the size is checked between waits, so a fast writer overshoots the cap a little; unchecked,
+        # it would write tens of gigabytes before the 30 s timeout
+        assert sum(os.path.getsize(path) for path in files) < 1_000_000_000

@@ -41,7 +41,7 @@ MAX_STREAM_BYTES = 30_000
 MAX_OUTPUT_BYTES = 256 * 1024 * 1024
 """The most a command may print (both streams together) before it is killed."""
 _HEAD = MAX_STREAM_BYTES // 3
-_POLL = 0.2
+_POLL = 0.05
 _SYSTEM_PATH = "/usr/bin:/bin"
 _QUIET_ENV = {"PAGER": "cat", "GIT_PAGER": "cat", "TERM": "dumb", "GIT_TERMINAL_PROMPT": "0"}
 _SANDBOX_HINT = (
