@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from turnmemory.transcripts import Event, IterationEnd, Prose, Reasoning, ToolCall, ToolResult
+from turnmemory.transcripts import Event, IterationEnd, Prose, Reasoning, ToolCall, ToolResult, as_text
 
 __all__ = [
     "PROVIDERS",
@@ -39,29 +39,6 @@ The outcome is the output mapping the retention rules read (``{"file_changed": p
 """
 
 _TEXT_KEYS = ("output", "result", "content", "text", "stdout")
-
-
-def _text(content: Any) -> str:
-    """The text of a content value: a string, or the text parts of a list of parts joined."""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, Mapping):
-        content = [content]
-    if not isinstance(content, list):
-        return "" if content is None else json.dumps(content, ensure_ascii=False)
-    parts: list[str] = []
-    for part in content:
-        if isinstance(part, str):
-            parts.append(part)
-        elif isinstance(part, Mapping):
-            text = part.get("text")
-            if isinstance(text, str):
-                parts.append(text)
-            elif isinstance(part.get("json"), Mapping | list):  # a Bedrock json result block
-                parts.append(json.dumps(part["json"], ensure_ascii=False))
-            elif "content" in part:
-                parts.append(_text(part["content"]))
-    return "\n".join(parts)
 
 
 def _arguments(value: Any) -> Mapping[str, Any]:
@@ -119,7 +96,7 @@ class _Reader:
             return
         self.open.remove(call_id)
         call = self.calls[call_id]
-        text = _text(content)
+        text = as_text(content)
         outcome, failed = self.parse(call.name, call.arguments, text, is_error)
         self.events.append(ToolResult(call.call_id, text, is_error=failed, outcome=outcome))
         self.answered = True
@@ -144,7 +121,7 @@ def _chat(messages: Sequence[Mapping[str, Any]], reader: _Reader) -> list[Part]:
         role = message.get("role")
         if role == "assistant":
             reader.iteration()
-            reader.prose(_text(message.get("content")))
+            reader.prose(as_text(message.get("content")))
             for call in message.get("tool_calls") or ():
                 function = call.get("function") if isinstance(call, Mapping) else None
                 if isinstance(function, Mapping):
@@ -162,11 +139,11 @@ def _responses(items: Sequence[Mapping[str, Any]], reader: _Reader) -> list[Part
     for item in items:
         kind, role = item.get("type", "message"), item.get("role")
         if kind == "message" and role == "assistant":
-            reader.prose(_text(item.get("content")))
+            reader.prose(as_text(item.get("content")))
         elif kind == "message":
             parts += [Part(events=reader.take()), Part(kept=item)]
         elif kind == "reasoning":
-            reader.reasoning(_text(item.get("summary")))
+            reader.reasoning(as_text(item.get("summary")))
         elif kind in ("function_call", "custom_tool_call"):
             arguments = item.get("arguments") if kind == "function_call" else {"input": item.get("input")}
             reader.call(item.get("call_id"), item.get("name"), arguments)

@@ -1,7 +1,7 @@
 """Importers that turn other agents' real session logs into user turns and segment streams.
 
 Formats: Claude Code session JSONL, OpenAI Codex CLI rollouts, OpenCode exports, SWE-agent
-``.traj``, mini-swe-agent ``.traj.json`` and OpenHands event lists. Each importer is tolerant:
+``.traj``, mini-swe-agent ``.traj.json``, OpenHands event lists and aider chat transcripts. Each importer is tolerant:
 unknown record types are skipped and counted (``ImportedSession.skipped``), a malformed line is
 reported in one readable line (``ImportedSession.problems``) and skipped. Tool calls are mapped onto this project's tools so that
 :func:`replay_turn` through a :class:`~turnmemory.TurnRecorder` applies the retention rules::
@@ -13,6 +13,7 @@ reported in one readable line (``ImportedSession.problems``) and skipped. Tool c
         message, recorder = replay_turn(session.turns[0], session.workspace)
 """
 
+from turnmemory.transcripts._build import as_text
 from turnmemory.transcripts._detect import FORMATS, detect_format, discover, load_session
 from turnmemory.transcripts._model import (
     Event,
@@ -38,6 +39,7 @@ __all__ = [
     "Reasoning",
     "ToolCall",
     "ToolResult",
+    "as_text",
     "detect_format",
     "discover",
     "load_session",

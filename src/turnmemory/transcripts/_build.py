@@ -199,7 +199,8 @@ def read_json(path: Path) -> Any:
 
 
 def as_text(content: Any) -> str:
-    """Text of a message or result content: a string, or text blocks joined (images as ``[image]``)."""
+    """Text of a message or result content: a string, or text blocks joined (images as ``[image]``,
+    JSON blocks as their JSON)."""
     if isinstance(content, str):
         return content
     if isinstance(content, Mapping):
@@ -216,6 +217,8 @@ def as_text(content: Any) -> str:
                 parts.append(text)
             elif block.get("type") in ("image", "image_url", "input_image"):
                 parts.append("[image]")
+            elif isinstance(block.get("json"), Mapping | list):  # a Bedrock json result block
+                parts.append(json.dumps(block["json"], ensure_ascii=False))
             elif "content" in block:
                 parts.append(as_text(block["content"]))
     return "\n".join(parts)
