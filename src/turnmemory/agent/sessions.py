@@ -182,18 +182,21 @@ class SessionStore:
             raise SessionStoreError(f"cannot create the session database {self.path}: {error}") from None
         try:
             self._db = self._open()
-        except sqlite3.Error as error:
+        except (sqlite3.Error, UnicodeDecodeError) as error:
+            why = _one_line(str(error))
             if not _damaged(error):
-                raise SessionStoreError(f"cannot open the session database {self.path}: {error}") from None
+                raise SessionStoreError(f"cannot open the session database {self.path}: {why}") from None
             aside = self._move_aside()
             self.notices.append(
-                f"the session database {self.path} was unreadable ({error}); it was moved to {aside} "
+                f"the session database {self.path} was unreadable ({why}); it was moved to {aside} "
                 "and a new one started"
             )
             try:
                 self._db = self._open()
-            except sqlite3.Error as again:
-                raise SessionStoreError(f"cannot open the session database {self.path}: {again}") from None
+            except (sqlite3.Error, UnicodeDecodeError) as again:
+                raise SessionStoreError(
+                    f"cannot open the session database {self.path}: {_one_line(str(again))}"
+                ) from None
 
     def _open(self) -> sqlite3.Connection:
         truncated = _truncated(self.path)
@@ -439,7 +442,7 @@ class SessionStore:
         """SQLite's errors as one :class:`SessionStoreError` line that says how to recover."""
         try:
             yield
-        except sqlite3.Error as error:
+        except (sqlite3.Error, UnicodeDecodeError) as error:
             if _damaged(error):
                 raise SessionStoreError(
                     f"the session database {self.path} is damaged ({_one_line(str(error))}): move it aside "
@@ -496,10 +499,13 @@ def _truncated(path: Path) -> str | None:
     return None
 
 
-def _damaged(error: sqlite3.Error) -> bool:
-    """Whether SQLite found the file itself damaged (not locked, missing or unwritable)."""
+def _damaged(error: sqlite3.Error | UnicodeDecodeError) -> bool:
+    """Whether SQLite found the file itself damaged (not locked, missing or unwritable); a message
+    Python cannot decode quotes damaged bytes of the file."""
     text = str(error)
-    return type(error) is sqlite3.DatabaseError or "malformed" in text or "not a database" in text
+    return type(error) in (sqlite3.DatabaseError, UnicodeDecodeError) or any(
+        sign in text for sign in ("malformed", "not a database", "unsupported file format", "no such")
+    )
 
 
 def _event_data(seq: Any, kind: Any, raw: Any) -> dict[str, Any]:
