@@ -211,6 +211,8 @@ CLASSES: dict[str, list[str]] = {
         "git log $(",
         "git status )",
         "git status\0cat x",
+        "git status \ud800",
+        "git log > \ud800; cat x",
         "",
         "   ",
         "# only a comment",
@@ -480,6 +482,9 @@ def test_huge_or_deeply_nested_scripts_are_decided_without_crashing() -> None:
     assert dangerous_reason(nested) == "recursive force delete"
     assert plain_problem(nested, WS) == "command substitution"
     assert dangerous_reason("(" * 100_000) is None
+    assert dangerous_reason("echo \ud800 $( rm -rf x") == "recursive force delete", (
+        "a lone surrogate (JSON can carry one)"
+    )
     assert not decide("git log " + "(" * 100_000)[0]
     assert not decide("git log " + "a " * 60_000)[0], "longer than a rule is checked"
     assert decide("git status && " * 5000 + "git log")[0], "a long chain is flattened, not recursed"

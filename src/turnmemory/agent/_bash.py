@@ -189,11 +189,19 @@ def _parse(script: str) -> Node:
             from tree_sitter import Language, Parser
 
             _parser = Parser(Language(tree_sitter_bash.language()))
-        return _parser.parse(script.encode("utf-8", "surrogatepass")).root_node
+        return _parser.parse(script.encode("utf-8")).root_node
 
 
 def _text(node: Node) -> str:
-    return (node.text or b"").decode("utf-8", "surrogatepass")
+    return (node.text or b"").decode("utf-8", "replace")
+
+
+def _valid(script: str) -> bool:
+    try:
+        script.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate, as JSON can carry
+        return False
+    return True
 
 
 def program_name(word: str) -> str:
@@ -299,7 +307,9 @@ def _walk(node: Node) -> Iterator[Node]:
 @lru_cache(maxsize=512)
 def parse_plain(script: str) -> Script:
     """``script`` as plain simple commands, or a :class:`Script` whose ``problem`` says why it is not."""
-    if len(script.encode("utf-8", "surrogatepass")) > MAX_SCRIPT_BYTES:
+    if not _valid(script):
+        return Script(problem="the script is not valid text (a lone surrogate)")
+    if len(script.encode("utf-8")) > MAX_SCRIPT_BYTES:
         return Script(problem="the script is too long to check")
     if "\0" in script:
         return Script(problem="the script holds a NUL character")
@@ -503,7 +513,8 @@ def _loose(node: Node) -> str:
 @lru_cache(maxsize=512)
 def survey(script: str) -> Survey:
     """Every command, pipeline, write and code-bearing text of ``script`` (see :class:`Survey`)."""
-    root = _parse(script.replace("\0", " "))
+    text = script if _valid(script) else script.encode("utf-8", "replace").decode("utf-8")
+    root = _parse(text.replace("\0", " "))
     found = Survey(complete=not root.has_error)
     # Each node carries the nearest enclosing commands and function names (a few: deep nesting stays linear).
     stack: list[tuple[Node, tuple[tuple[str, ...], ...], tuple[str, ...]]] = [(root, (), ())]
