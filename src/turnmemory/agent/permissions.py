@@ -87,6 +87,7 @@ class Access:
 
 
 def _visible(text: str) -> str:
+    text = text.encode("utf-8", "replace").decode("utf-8")  # a lone surrogate becomes "?"
     return _CONTROL.sub(lambda m: repr(m.group())[1:-1], text)
 
 
