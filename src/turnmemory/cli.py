@@ -39,7 +39,7 @@ def main(argv: list[str] | None = None) -> None:
             print(f"turnmemory {_version()}")
             raise typer.Exit(0)
 
-    for register in _registrars():
+    for register in _registrars(sys.argv[1:] if argv is None else argv):
         register(app)
     try:
         app(args=argv, prog_name="turnmemory")
@@ -58,10 +58,19 @@ def _version() -> str:
         return "unknown (not installed)"
 
 
-def _registrars() -> list:  # type: ignore[type-arg]
-    """Each area's ``register(app)``; an area that is not importable yet is skipped."""
+_AREAS: dict[str, tuple[str, ...]] = {
+    "turnmemory.analysis.command": ("analyze",),
+    "turnmemory.agent.command": ("config", "run", "chat", "sessions", "show"),
+}
+"""Each area's module and the subcommands its ``register(app)`` adds, in the order help lists them."""
+
+
+def _registrars(args: list[str]) -> list:  # type: ignore[type-arg]
+    """Each area's ``register(app)``, or only the named subcommand's area (the others are not imported:
+    a headless run starts sooner); an area that is not importable yet is skipped."""
+    named = [module for module, commands in _AREAS.items() if args and args[0] in commands]
     found = []
-    for module in ("turnmemory.analysis.command", "turnmemory.agent.command"):
+    for module in named or _AREAS:
         try:
             found.append(__import__(module, fromlist=["register"]).register)
         except ModuleNotFoundError as error:

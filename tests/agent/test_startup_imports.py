@@ -6,6 +6,7 @@ How long start-up takes is measured in ``benchmarks/startup.py``, not asserted h
 
 from __future__ import annotations
 
+import importlib
 import re
 from collections.abc import Callable
 
@@ -14,6 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from tests.agent._support import MODELS, PROVIDERS, Run
 
+from turnmemory import cli
 from turnmemory.agent.loop import Agent
 from turnmemory.llm import Client, ToolSpec, o200k_unavailable, open_client
 from turnmemory.memory import Message
@@ -47,7 +49,6 @@ def _needs_o200k() -> None:
 def test_a_run_imports_only_its_providers_sdk_and_no_tokenizer(
     provider: str, cli: Run, server: FakeProviderServer
 ) -> None:
-    _needs_o200k()
     server.push(Reply(text="hello"))
     done = cli(
         "run",
@@ -65,6 +66,7 @@ def test_a_run_imports_only_its_providers_sdk_and_no_tokenizer(
     assert done.stdout == "hello\n" and len(server.requests) == 1
     modules = set(_IMPORTED.findall(done.stderr))
     assert "turnmemory.agent.command" in modules  # the import report is really there
+    assert "turnmemory.analysis.command" not in modules  # only the named subcommand's area
     assert _sdks_in(modules) == set(SDK_MODULES[provider])
     assert _TOKENIZER not in modules  # one request that surely fits: nothing needed counting
 
@@ -100,7 +102,7 @@ def _clients() -> list[Client]:
 
 
 _texts = st.text(st.characters(codec="utf-8"), max_size=300)
-_history = st.lists(st.tuples(st.sampled_from(["user", "assistant"]), _texts), max_size=6)
+_history = st.lists(st.tuples(st.booleans(), _texts), max_size=6)
 _tools = st.lists(
     st.builds(
         ToolSpec,
@@ -130,8 +132,8 @@ def test_the_bound_is_never_below_the_count(monkeypatch: pytest.MonkeyPatch) -> 
 
     @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
     @given(history=_history, prompt=_texts, tools=_tools)
-    def check(history: list[tuple[str, str]], prompt: str, tools: list[ToolSpec]) -> None:
-        messages = [Message(role=role, content=text) for role, text in history]  # type: ignore[arg-type]
+    def check(history: list[tuple[bool, str]], prompt: str, tools: list[ToolSpec]) -> None:
+        messages = [Message(role="user" if user else "assistant", content=text) for user, text in history]
         for bounded, counted in zip(bounding, counting, strict=True):
             bound = bounded.request_bound(messages, prompt, tools=tools)
             assert bound is not None
@@ -140,3 +142,12 @@ def test_the_bound_is_never_below_the_count(monkeypatch: pytest.MonkeyPatch) -> 
     check()
     assert not any(client.accounting.counter.loaded for client in bounding)
     assert all(client.request_bound([], "x") is None for client in counting)  # loaded: counting is cheap
+
+
+def test_each_subcommand_is_listed_under_the_area_that_registers_it() -> None:
+    """The command line imports only the named subcommand's area, found by the table in ``cli``."""
+    typer = pytest.importorskip("typer")
+    for module, commands in cli._AREAS.items():
+        app = typer.Typer()
+        importlib.import_module(module).register(app)
+        assert tuple(command.name for command in app.registered_commands) == commands
