@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from tests.agent._support import Run
 
-from turnmemory.testing import FakeProviderServer, Reply, ToolCall
+from turnmemory.testing import Failure, FakeProviderServer, Reply, ToolCall
 
 COMMANDS = ("analyze", "run", "chat", "sessions", "show", "config")
 
@@ -51,24 +51,14 @@ def test_sessions_help_agrees_with_itself(cli: Run) -> None:
 
 
 def test_empty_sessions_are_hidden_unless_asked(cli: Run, server: FakeProviderServer) -> None:
-    server.push(Reply(text="Done."))
+    server.push(Reply(text="Done."), Failure(status=400, message="bad request"))
     common = ["--provider", "openai_chat", "--base-url", server.base_url("openai_chat")]
     cli("run", *common, "a real turn")
-    cli(
-        "run",
-        "--provider",
-        "openai_chat",
-        "--base-url",
-        "http://127.0.0.1:9/v1",
-        "--timeout",
-        "2",
-        "x",
-        expect=None,
-    )
+    cli("run", *common, "a failed turn", expect=1)
     listed = cli("sessions").stdout.splitlines()
     everything = cli("sessions", "--all").stdout.splitlines()
     assert len(listed) == 2 and "a real turn" in listed[1]
-    assert len(everything) >= len(listed)
+    assert len(everything) == 3 and any("a failed turn" in line for line in everything)
     assert all(len(line) <= 80 for line in everything)
 
 

@@ -70,7 +70,7 @@ def test_compact_numbers_fit_seven_characters_and_keep_their_magnitude(value: fl
 
 
 @pytest.mark.parametrize("width", [80, 120])
-@pytest.mark.parametrize("scale", [1, 3_000, 40_000_000])
+@pytest.mark.parametrize("scale", [1, 3_000, 1_500_000])
 def test_the_table_fits_the_width_and_shows_every_number_whole(width: int, scale: int) -> None:
     report = _report(3, scale=scale)
     lines = render_text(report.total, width)
