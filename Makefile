@@ -18,7 +18,7 @@ $(STAMP): $(BIN)/python pyproject.toml
 	@echo "==> installed"
 
 demo: $(STAMP)
-	@echo "==> running the demo: one turn's TurnMemory, then every history strategy on real sessions"
+	@echo "==> the demo: one turn's TurnMemory, then each history strategy on real sessions"
 	$(BIN)/python -m turnmemory.demo
 
 bench: $(STAMP)

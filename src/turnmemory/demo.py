@@ -10,6 +10,7 @@ comparison and writes the plot to ``demo-output/context.png``.
 from __future__ import annotations
 
 import json
+import textwrap
 from pathlib import Path
 
 import turnmemory as tm
@@ -42,16 +43,25 @@ def example_turn() -> tm.Message:
 
 
 def print_story(message: tm.Message) -> None:
-    """The turn's prose, its TurnMemory and its replay steps."""
+    """The turn's prose, its TurnMemory and its replay steps, in lines of at most 80 columns."""
     print("== One assistant turn, as TurnMemory keeps it ==")
-    print(f"prose ({len(message.content.encode())} bytes): {message.content!r}")
+    print(f"prose ({len(message.content.encode())} bytes):")
+    print(textwrap.fill(repr(message.content), 80, initial_indent="  ", subsequent_indent="  "))
     memory = message.turn_memory.to_dict() if message.turn_memory else {}
     print("turn_memory:", json.dumps(memory, ensure_ascii=False, indent=2))
     print("\n== What a later request replays (historical_steps) ==")
     for number, step in enumerate(tm.historical_steps(message, message_index=1), start=1):
         print(f"step {number}: text {step.text!r}")
         for call in step.calls:
-            print(f"    {call.name}({json.dumps(call.arguments)}) -> {json.dumps(call.result)}   [{call.id}]")
+            print(f"    {call.name}({json.dumps(call.arguments)})  [{call.id}]")
+            print(
+                textwrap.fill(
+                    f"-> {json.dumps(call.result)}",
+                    80,
+                    initial_indent="      ",
+                    subsequent_indent="         ",
+                )
+            )
     print()
 
 

@@ -47,10 +47,11 @@ def test_the_demo_prints_the_story_and_the_comparison(
     assert out.index("== One assistant turn, as TurnMemory keeps it ==") < out.index(
         "== What a later request"
     )
-    assert (
-        'edit_file({}) -> {"status": "success", "file_changed": "internal/cli/repl/stream_handler.go"}' in out
-    )
+    assert "    edit_file({})  [historical_1_0]" in out
+    flat = " ".join(out.split())
+    assert '-> {"status": "success", "file_changed": "internal/cli/repl/stream_handler.go"}' in flat
     assert "All sessions" in out and "TurnMemory + targets" in out
+    assert max(len(line) for line in out.splitlines() if str(plot) not in line) <= 80
     assert plot.read_bytes()[:4] == b"\x89PNG"
 
 
