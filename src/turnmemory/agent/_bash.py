@@ -337,15 +337,17 @@ class _PlainBuilder:
         self.targets: list[str] = []
         self._last: tuple[Node, Sequence[Node], bool] | None = None
 
-    def statements(self, node: Node) -> None:
+    def statements(self, node: Node, *, piped: bool = False) -> None:
         """A program or list: statements joined by ``;``, newlines, ``&&`` and ``||``.
 
-        Lists nest one level per operator (``a && b && c``), so they are flattened without recursion."""
+        Lists nest one level per operator (``a && b && c``), so they are flattened without recursion.
+        The grammar can hang a list inside a pipeline (``a | b | c && d`` as ``a | (b | c && d)``):
+        every command of such a list counts as reading the pipe (``piped``), whichever it is."""
         stack = [node]
         while stack:
             current = stack.pop()
             if current.type not in ("program", "list"):
-                self.part(current, piped=False)
+                self.part(current, piped=piped)
                 continue
             children = [c for c in current.children if c.type not in ("comment", ";", "&&", "||")]
             if any(child.type == "&" for child in children):
@@ -354,7 +356,7 @@ class _PlainBuilder:
 
     def part(self, node: Node, *, piped: bool) -> None:
         if node.type == "list":
-            self.statements(node)
+            self.statements(node, piped=piped)
         elif node.type == "pipeline":
             first = True
             for child in node.children:
