@@ -184,7 +184,7 @@ def test_a_failed_summary_drops_the_turns_instead(
     assert any("summary of earlier turns failed" in n for n in agent.view.notices)  # type: ignore[attr-defined]
 
 
-@pytest.mark.parametrize("provider", ["anthropic", "openai_chat"])
+@pytest.mark.parametrize("provider", ["anthropic", "openai_chat", "openai_responses", "gemini", "bedrock"])
 def test_a_compacted_session_resumed_in_a_new_process_sends_what_the_live_one_sends(
     provider: str,
     server: FakeProviderServer,
@@ -201,9 +201,11 @@ def test_a_compacted_session_resumed_in_a_new_process_sends_what_the_live_one_se
 
     config = tmp_path / "config" / "turnmemory" / "config.toml"
     config.parent.mkdir(parents=True, exist_ok=True)
+    credentials = 'region = "us-east-1"' if provider == "bedrock" else 'api_key = "test-key"'
     config.write_text(
         f'provider = "{provider}"\nmodel = "{MODELS[provider]}"\nbase_url = "{server.base_url(provider)}"\n'
         f'context_window = {WINDOW}\ncontext_reserve = {RESERVE}\ncompaction = "summary"\n'
+        f"[providers.{provider}]\n{credentials}\n"
     )
     prompt = "Step 99: and now?"
     compacts = will_compact(live, prompt)
