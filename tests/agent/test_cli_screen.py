@@ -173,3 +173,12 @@ def test_a_reply_cut_at_max_tokens_is_not_reported_as_done(
     assert "cut at the model's output limit (max_tokens)" in text.stderr
     result = json.loads(cli("run", *common, "--format", "json", "answer", expect=1, extra_env=keys).stdout)
     assert result["status"] == "max_tokens" and result["text"] == "The answer is"
+
+
+@pytest.mark.parametrize("command", ["run", "chat"])
+def test_timeouts_are_flags_of_both_front_ends(cli: Run, command: str) -> None:
+    extra = ("hi",) if command == "run" else ()
+    for flag in ("--timeout", "--deadline"):
+        bad = cli(command, flag, "-3", *extra, expect=2)
+        assert f"{flag} must be a positive number of seconds" in bad.stderr
+        assert len(bad.stderr.strip().splitlines()) == 1

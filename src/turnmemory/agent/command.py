@@ -53,6 +53,15 @@ _Sandbox = Annotated[
     ),
 ]
 
+_Timeout = Annotated[
+    float | None,
+    typer.Option("--timeout", help="Seconds to wait for the provider's next bytes (default 300)."),
+]
+_Deadline = Annotated[
+    float | None,
+    typer.Option("--deadline", help="Seconds a turn may take, tools included (default: none)."),
+]
+
 
 def _fail(message: str) -> typer.Exit:
     print(f"turnmemory: {message}", file=sys.stderr)
@@ -88,14 +97,8 @@ def run(
     output: Annotated[str, typer.Option("--format", help="text or json.")] = "text",
     allow: _Allow = None,
     sandbox: _Sandbox = None,
-    timeout: Annotated[
-        float | None,
-        typer.Option("--timeout", help="Seconds to wait for the provider's next bytes (default 300)."),
-    ] = None,
-    deadline: Annotated[
-        float | None,
-        typer.Option("--deadline", help="Seconds the turn may take, tools included (default: none)."),
-    ] = None,
+    timeout: _Timeout = None,
+    deadline: _Deadline = None,
     config: _Config = None,
     workspace: _Workspace = None,
 ) -> None:
@@ -154,6 +157,8 @@ def chat(
     base_url: _BaseUrl = None,
     allow: _Allow = None,
     sandbox: _Sandbox = None,
+    timeout: _Timeout = None,
+    deadline: _Deadline = None,
     config: _Config = None,
     workspace: _Workspace = None,
 ) -> None:
@@ -173,6 +178,8 @@ def chat(
             allow=allow or (),
             config_path=config,
             sandbox=sandbox,
+            timeout=timeout,
+            deadline=deadline,
         )
         status = run_chat(
             settings,
