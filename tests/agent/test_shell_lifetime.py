@@ -121,3 +121,23 @@ def test_a_command_that_prints_without_end_is_stopped(
         # the size is checked between waits, so a fast writer overshoots the cap a little; unchecked,
         # it would write tens of gigabytes before the 30 s timeout
         assert sum(os.path.getsize(path) for path in files) < 1_000_000_000
+
+
+@pytest.mark.parametrize("go", [b"", b"go\n"])
+def test_a_command_runs_only_after_its_group_is_registered(workspace: Path, go: bytes) -> None:
+    """The agent says go once the watchdog knows the command's group; an agent killed before that
+    closes the pipe without a word, and the command never starts (it could not be reaped)."""
+    gate, opened = os.pipe()
+    process = subprocess.Popen(
+        ["/bin/sh", "-c", shell._GATE, "gate", "sh", "-c", "echo ran > ran; cat"],
+        cwd=workspace,
+        stdin=gate,
+        stdout=subprocess.PIPE,
+    )
+    os.close(gate)
+    os.write(opened, go)
+    os.close(opened)
+    out, _ = process.communicate(timeout=10)
+    assert (workspace / "ran").exists() == bool(go)
+    assert process.returncode == (0 if go else 125)
+    assert out == b""  # the command reads /dev/null, not the gate

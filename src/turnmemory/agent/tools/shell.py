@@ -79,18 +79,23 @@ def run_command(command: str, timeout: float, ctx: ToolContext, *, contained: bo
         argv, env = sandbox.command([shell, "-c", command]), sandbox.environment(_QUIET_ENV)
     stdout_path, stderr_path = ctx.spill_path("stdout.txt"), ctx.spill_path("stderr.txt")
     stdout, stderr = _private_file(stdout_path), _private_file(stderr_path)
+    gate, opened = os.pipe()
+    ends = [gate, opened]  # the pipe ends still open here
     try:
         process = subprocess.Popen(
-            argv,
+            ["/bin/sh", "-c", _GATE, "gate", *argv],
             cwd=ctx.workspace,
-            stdin=subprocess.DEVNULL,
+            stdin=gate,
             stdout=stdout,
             stderr=stderr,
             start_new_session=True,
             env=env,
         )
-        track(process.pid)
+        os.close(ends.pop(0))
         try:
+            track(process.pid)
+            os.write(opened, b"go\n")  # the command starts only once the watchdog knows its group
+            os.close(ends.pop(0))
             code, stopped = _wait(process, timeout, (stdout, stderr))
         finally:
             _kill_group(process)
@@ -98,6 +103,8 @@ def run_command(command: str, timeout: float, ctx: ToolContext, *, contained: bo
     finally:
         os.close(stdout)
         os.close(stderr)
+        for end in ends:
+            os.close(end)
     if stopped is not None:
         kept = [path for path in (stdout_path, stderr_path) if _keep_if_nonempty(path)]
         where = f"; partial output in {', '.join(kept)}" if kept else ""
@@ -118,6 +125,11 @@ def run_command(command: str, timeout: float, ctx: ToolContext, *, contained: bo
         if sandbox is not None:
             output["note"] = _SANDBOX_HINT
     return output
+
+
+_GATE = 'IFS= read -r _ || exit 125; exec "$@" </dev/null'
+"""Waits for the agent's go (its group registered with the watchdog), then becomes the command with
+stdin closed; an agent that died first sends no go, and the command never runs."""
 
 
 def _private_file(path: str) -> int:
