@@ -13,6 +13,7 @@ import stat
 from typing import Protocol
 
 from turnmemory.agent.permissions import Access, Permissions, resolve_path
+from turnmemory.agent.tools._base import ToolError, open_regular
 
 __all__ = ["MAX_FILE_BYTES", "MAX_TOTAL_BYTES", "attach_mentions", "mentions"]
 
@@ -73,14 +74,11 @@ def attach_mentions(text: str, session: _Session) -> tuple[str, list[str]]:
 
 def _read(raw: str, real: str, limit: int) -> tuple[str, str | None]:
     try:
-        fd = os.open(real, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
-    except OSError as error:
-        return "", f"@{raw} not attached: {error.strerror}"
-    with os.fdopen(fd, "rb") as handle:
-        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
-            return "", f"@{raw} is not a regular file: not attached"
-        data = handle.read(limit + 1)
-        size = os.fstat(handle.fileno()).st_size
+        with open_regular(real, f"@{raw}") as handle:
+            data = handle.read(limit + 1)
+            size = os.fstat(handle.fileno()).st_size
+    except ToolError as error:
+        return "", f"@{raw} not attached: {error}"
     if b"\0" in data[:8192]:
         return "", f"@{raw} looks binary: not attached"
     note = None

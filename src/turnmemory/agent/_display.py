@@ -14,7 +14,7 @@ from typing import Any
 from turnmemory.agent.sessions import LoadedSession
 from turnmemory.retention import bound_text, redact, retain
 
-__all__ = ["one_line", "session_lines", "timestamp", "tool_label", "tool_outcome"]
+__all__ = ["one_line", "session_lines", "stored_label", "timestamp", "tool_label", "tool_outcome"]
 
 
 def tool_label(name: str, arguments: Mapping[str, Any] | None, workspace: str | None) -> str:
@@ -96,11 +96,16 @@ def _turn_lines(data: Mapping[str, Any]) -> list[str]:
     return lines
 
 
-def _tool_line(item: Mapping[str, Any]) -> str:
+def stored_label(item: Mapping[str, Any]) -> str:
+    """The label of a stored transcript's tool item, as live: ``read_file notes.txt``, ``time.now``."""
     label = f"{item['server']}.{item.get('tool')}" if item.get("server") else str(item.get("name", "?"))
     if item.get("target"):
         label += f" {item['target']}"
-    label = redact(label)  # a record written by an older version, or edited by hand
+    return redact(label)  # a record written by an older version, or edited by hand
+
+
+def _tool_line(item: Mapping[str, Any]) -> str:
+    label = stored_label(item)
     status = str(item.get("status", ""))
     if status == "error":
         status = f"error: {one_line(str(item.get('preview', '')))}"

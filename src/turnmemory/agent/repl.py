@@ -35,14 +35,13 @@ from rich.table import Table
 from rich.text import Text
 
 from turnmemory.agent._attach import attach_mentions
-from turnmemory.agent._display import one_line, timestamp, tool_label, tool_outcome
+from turnmemory.agent._display import one_line, stored_label, timestamp, tool_label, tool_outcome
 from turnmemory.agent._runtime import open_agent
 from turnmemory.agent.config import AgentConfig, ConfigError
 from turnmemory.agent.loop import Agent, TurnOutcome
 from turnmemory.agent.permissions import Access, Answer, Rule, session_scope
 from turnmemory.agent.sessions import LoadedSession, SessionStoreError, data_dir
 from turnmemory.llm import Event, Usage
-from turnmemory.retention import redact
 
 __all__ = ["COMMANDS", "ReplCompleter", "ReplView", "run_chat"]
 
@@ -201,16 +200,13 @@ class ReplView:
             self.console.print(f"[red]turn {escape(str(status))}: {escape(why)}[/]")
 
     def _stored_tool_line(self, item: Mapping[str, Any]) -> None:
-        label = (
-            f"{item.get('server')}.{item.get('tool')}" if item.get("server") else str(item.get("name", "?"))
-        )
-        if item.get("target"):
-            label += f" {item['target']}"
         status = item.get("status")
         error = str(item.get("preview") or "failed") if status == "error" else None
         output = {"exit_code": item["exit_code"]} if isinstance(item.get("exit_code"), int) else None
         duration = item.get("duration")
-        self._tool_line(redact(label), output, error, duration if isinstance(duration, int | float) else None)
+        self._tool_line(
+            stored_label(item), output, error, duration if isinstance(duration, int | float) else None
+        )
 
     def _think(self, chunk: str) -> None:
         """Reasoning streams dimmed, its last lines only."""
