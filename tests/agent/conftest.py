@@ -7,12 +7,13 @@ import subprocess
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from tests.agent._support import MODELS, RecordingView, Run, fast_client
 
 from turnmemory.agent.config import AgentConfig
-from turnmemory.agent.loop import Agent
+from turnmemory.agent.loop import Agent, ClientFactory
 from turnmemory.agent.permissions import Access, Answer, parse_rules
 from turnmemory.agent.sandbox import SandboxMode
 from turnmemory.agent.sessions import SessionStore
@@ -40,8 +41,9 @@ def workspace(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def make_agent(server: FakeProviderServer, data_dir: Path, workspace: Path) -> Iterator[Callable[..., Agent]]:
-    """``make_agent(provider, allow=(), ask=None, session_id=None, sandbox=...)``: an in-process agent on the
-    fake server (bash sandboxed as by default; ``sandbox="off"`` for tests of bash permission prompts)."""
+    """``make_agent(provider, allow=(), ask=None, session_id=None, sandbox=..., client_factory=...,
+    **settings)``: an in-process agent on the fake server (bash sandboxed as by default; ``sandbox="off"``
+    for tests of bash permission prompts; ``settings`` are further :class:`AgentConfig` fields)."""
     stores: list[SessionStore] = []
 
     def make(
@@ -51,6 +53,8 @@ def make_agent(server: FakeProviderServer, data_dir: Path, workspace: Path) -> I
         ask: Callable[[Access], Answer] | None = None,
         session_id: str | None = None,
         sandbox: SandboxMode = "workspace-write",
+        client_factory: ClientFactory = fast_client,
+        **settings: Any,
     ) -> Agent:
         config = AgentConfig(
             provider=provider,
@@ -60,6 +64,7 @@ def make_agent(server: FakeProviderServer, data_dir: Path, workspace: Path) -> I
             region="us-east-1",
             allow=parse_rules(allow),
             sandbox=sandbox,
+            **settings,
         )
         store = SessionStore.open_default()
         stores.append(store)
@@ -70,7 +75,7 @@ def make_agent(server: FakeProviderServer, data_dir: Path, workspace: Path) -> I
             view=RecordingView(),
             ask=ask,
             session_id=session_id,
-            client_factory=fast_client,
+            client_factory=client_factory,
         )
 
     yield make

@@ -9,17 +9,17 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from tests.agent._support import MODELS, PROVIDERS, RecordingView
+from tests.agent._support import MODELS, PROVIDERS
 
 from turnmemory.agent.compaction import MARKER, TRIGGER, Compaction, cut_point
-from turnmemory.agent.config import AgentConfig, ConfigError, load_config
+from turnmemory.agent.config import ConfigError, load_config
 from turnmemory.agent.loop import Agent, _specs, open_agent_client
 from turnmemory.agent.sessions import SessionStore
 from turnmemory.memory import Message
@@ -36,35 +36,21 @@ def prose(turn: int, words: int = 300) -> str:
 
 
 @pytest.fixture
-def open_agent(server: FakeProviderServer, data_dir: Path, workspace: Path) -> Iterator[Callable[..., Agent]]:
-    """``open_agent(provider, compaction=..., session_id=None)``: an agent with a small window."""
-    stores: list[SessionStore] = []
+def open_agent(make_agent: Callable[..., Agent]) -> Callable[..., Agent]:
+    """``open_agent(provider, compaction=..., session_id=None)``: an agent with a small window that
+    retries as the real client does."""
 
     def make(provider: str, *, compaction: str = "summary", session_id: str | None = None) -> Agent:
-        config = AgentConfig(
-            provider=provider,
-            model=MODELS[provider],
-            base_url=server.base_url(provider),
-            api_key=None if provider == "bedrock" else "test-key",
-            region="us-east-1",
-            context_window=WINDOW,
-            context_reserve=RESERVE,
-            compaction=compaction,  # type: ignore[arg-type]
-        )
-        store = SessionStore.open_default()
-        stores.append(store)
-        return Agent(
-            config,
-            store,
-            workspace=str(workspace),
-            view=RecordingView(),
+        return make_agent(
+            provider,
             session_id=session_id,
             client_factory=open_agent_client,
+            context_window=WINDOW,
+            context_reserve=RESERVE,
+            compaction=compaction,
         )
 
-    yield make
-    for store in stores:
-        store.close()
+    return make
 
 
 def will_compact(agent: Agent, prompt: str) -> bool:
