@@ -12,7 +12,16 @@ from functools import lru_cache
 
 from turnmemory.redaction import REDACTED, generation, redact
 
-__all__ = ["MAX_FIELD_BYTES", "REDACTED", "bound_text", "cut_utf8", "is_unicode", "redact", "redact_prefix"]
+__all__ = [
+    "MAX_FIELD_BYTES",
+    "REDACTED",
+    "bound_text",
+    "cut_utf8",
+    "is_unicode",
+    "redact",
+    "redact_prefix",
+    "terminal_safe",
+]
 
 MAX_FIELD_BYTES = 256
 """The largest UTF-8 size of any retained string field."""
@@ -23,6 +32,10 @@ _SCAN_CHARS = 65536  # after whitespace is collapsed: only the first 256 bytes c
 _TOKEN_CHARS = 1024  # the longest token a cut inside a word may have split
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0e-\x1f\x7f]")
 _WORD = re.compile(r"\S*")
+# What a terminal acts on instead of printing: C0 (but tab and newline), DEL, C1 (U+0080-U+009F, where
+# U+009B is a one-character CSI), the bidirectional overrides and isolates that reorder what is shown,
+# and lone surrogates (which no terminal can be sent).
+_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
 
 
 def is_unicode(text: str) -> bool:
@@ -32,6 +45,24 @@ def is_unicode(text: str) -> bool:
     except UnicodeEncodeError:
         return False
     return True
+
+
+def terminal_safe(text: str) -> str:
+    """``text`` made safe to print: every character a terminal would act on is shown as a visible escape.
+
+    Escape sequences (ESC, and the C1 CSI U+009B), carriage returns, backspaces, bells and the bidi
+    controls become ``\\x1b``-style text, so a hostile model, tool or repository cannot retitle the
+    window, write the clipboard, hide or reorder text, or clear the screen. Tabs, newlines and every
+    printable character (any script, emoji) are kept as they are.
+    """
+    if _UNSAFE.search(text) is None:
+        return text
+    return _UNSAFE.sub(_escape, text)
+
+
+def _escape(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
 
 
 def cut_utf8(text: str, limit: int) -> str:
