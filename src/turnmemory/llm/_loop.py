@@ -30,8 +30,9 @@ from functools import partial
 from types import ModuleType
 from typing import Any, Protocol
 
+from turnmemory._text import one_line
 from turnmemory.llm._reduce import Piece, Reducer
-from turnmemory.llm._retry import Failure, RetryPolicy, connection_failure, malformed_failure, one_line
+from turnmemory.llm._retry import Failure, RetryPolicy, connection_failure, malformed_failure
 from turnmemory.llm._tokens import Accounting, ContextLimits, TokenCounter, open_counter
 from turnmemory.llm._tools import Call, ToolResult, ToolSpec, call_problem, placeholder_tool, tool_table
 from turnmemory.llm.events import Event, Reason, Usage

@@ -27,10 +27,11 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
+from turnmemory._text import compact_json
 from turnmemory.llm._tokens import Accounting
 from turnmemory.llm._tools import ToolSpec
 
-__all__ = ["CLEARED", "Piece", "Reducer", "Reducible", "Reduction", "cleared_note", "compact_json"]
+__all__ = ["CLEARED", "Piece", "Reducer", "Reducible", "Reduction", "cleared_note"]
 
 Item = dict[str, Any]
 
@@ -288,8 +289,3 @@ def _latest_round(pieces: Sequence[Piece]) -> int:
 def _definition(spec: ToolSpec) -> object:
     """A tool definition as counted: its name, description and schema."""
     return [spec.name, spec.description, spec.schema()]
-
-
-def compact_json(value: Any) -> str:
-    """``value`` as compact JSON text (how results and arguments are measured)."""
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)

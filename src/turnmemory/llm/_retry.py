@@ -18,6 +18,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
+from turnmemory._text import one_line
+
 __all__ = [
     "Failure",
     "MalformedError",
@@ -27,7 +29,6 @@ __all__ = [
     "http_failure",
     "is_overflow",
     "malformed_failure",
-    "one_line",
     "retry_after_seconds",
 ]
 
@@ -121,12 +122,6 @@ class Failure:
     retry_after: float | None = None
     expired: bool = False
     """The turn's deadline passed."""
-
-
-def one_line(text: str, limit: int = 500) -> str:
-    """``text`` with whitespace collapsed to single spaces, cut to ``limit`` characters."""
-    flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[: limit - 3] + "..."
 
 
 def is_overflow(message: str) -> bool:

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
+from turnmemory._text import compact_json
 from turnmemory.llm._schema import schema_problem
 
 __all__ = [
@@ -84,12 +85,12 @@ def call_problem(call: Call, tools: Mapping[str, ToolSpec]) -> str | None:
     if call.arguments is None:
         return (
             f"The arguments of {call.name} are not a JSON object ({_preview(call.raw_arguments)}). "
-            f"Expected arguments matching this schema: {_compact(spec.input_schema)}"
+            f"Expected arguments matching this schema: {compact_json(plain(spec.input_schema))}"
         )
     problem = schema_problem(spec.input_schema, call.arguments)
     if problem is None:
         return None
-    return f"Invalid arguments for {call.name}: {problem}. Expected arguments matching this schema: {_compact(spec.input_schema)}"
+    return f"Invalid arguments for {call.name}: {problem}. Expected arguments matching this schema: {compact_json(plain(spec.input_schema))}"
 
 
 def parse_arguments(raw: str) -> dict[str, Any] | None:
@@ -111,9 +112,9 @@ def result_text(result: ToolResult, *, flagged: bool) -> str:
     Empty text becomes ``(no output)``, since providers reject empty result text.
     """
     if result.error is not None:
-        text = result.error if flagged else _compact({"error": result.error})
+        text = result.error if flagged else compact_json(plain({"error": result.error}))
     else:
-        text = result.output if isinstance(result.output, str) else _compact(result.output)
+        text = result.output if isinstance(result.output, str) else compact_json(plain(result.output))
     return text or NO_OUTPUT
 
 
@@ -152,10 +153,6 @@ def plain(value: Any) -> Any:
     if isinstance(value, list | tuple):
         return [plain(item) for item in value]
     return value
-
-
-def _compact(value: Any) -> str:
-    return json.dumps(plain(value), ensure_ascii=False, separators=(",", ":"), default=str)
 
 
 def _preview(text: str) -> str:

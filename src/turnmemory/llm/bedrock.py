@@ -13,6 +13,7 @@ import json
 from collections.abc import Generator, Mapping, Sequence
 from typing import Any
 
+from turnmemory._text import compact_json
 from turnmemory.llm._loop import (
     Completion,
     Connection,
@@ -22,7 +23,7 @@ from turnmemory.llm._loop import (
     Settings,
     StreamInterrupted,
 )
-from turnmemory.llm._reduce import Piece, compact_json
+from turnmemory.llm._reduce import Piece
 from turnmemory.llm._retry import Failure, MalformedError, connection_failure, http_failure
 from turnmemory.llm._tools import NO_OUTPUT, Call, ToolResult, ToolSpec, object_result, parse_arguments, plain
 from turnmemory.llm.events import Event, Reason, Usage

@@ -17,8 +17,9 @@ from functools import lru_cache
 from itertools import count, product
 from typing import Any, TypeVar
 
+from turnmemory._text import compact_json as _json
 from turnmemory.memory import Message
-from turnmemory.replay import ArgumentPolicy, HistoricalCall, IdStyle, Step, historical_steps, result_json
+from turnmemory.replay import ArgumentPolicy, HistoricalCall, IdStyle, Step, historical_steps
 
 __all__ = [
     "PLACEHOLDER_DESCRIPTION",
@@ -85,12 +86,12 @@ def compact_json(value: Mapping[str, Any]) -> str:
     try:
         return _compact_json(tuple(value.items()))
     except TypeError:  # an unhashable value: not worth caching
-        return result_json(value)
+        return _json(value)
 
 
 @lru_cache(maxsize=4096)
 def _compact_json(items: tuple[tuple[str, Any], ...]) -> str:
-    return result_json(dict(items))
+    return _json(dict(items))
 
 
 def replay_steps(message: Message, message_index: int, options: Options, taken: set[str]) -> list[Step]:

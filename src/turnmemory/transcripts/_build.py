@@ -18,7 +18,6 @@ __all__ = [
     "MAX_PROBLEMS",
     "SessionBuilder",
     "as_text",
-    "dump_input",
     "mapping",
     "open_regular",
     "read_json",
@@ -227,11 +226,6 @@ def as_text(content: Any) -> str:
 def mapping(value: Any) -> Mapping[str, Any]:
     """``value`` when it is a JSON object, else an empty one."""
     return value if isinstance(value, Mapping) else {}
-
-
-def dump_input(value: Any) -> str:
-    """A call's input as the JSON text a provider request carries."""
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
 def _short(error: Exception) -> str:

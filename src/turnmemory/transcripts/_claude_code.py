@@ -14,8 +14,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from turnmemory._text import compact_json
 from turnmemory.retention import DEFAULT_RULES
-from turnmemory.transcripts._build import SessionBuilder, as_text, dump_input, mapping, read_jsonl
+from turnmemory.transcripts._build import SessionBuilder, as_text, mapping, read_jsonl
 from turnmemory.transcripts._model import (
     ImportedSession,
     IterationEnd,
@@ -130,7 +131,7 @@ def _assistant(builder: SessionBuilder, number: int, content: Any, calls: dict[s
                 name=name,
                 arguments=mapped,
                 source_name=block["name"],
-                source_input=dump_input(arguments),
+                source_input=compact_json(arguments),
             )
             calls[call.call_id] = call
             builder.add(call)

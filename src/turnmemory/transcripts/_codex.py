@@ -16,7 +16,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from turnmemory.transcripts._build import SessionBuilder, as_text, dump_input, mapping, read_jsonl
+from turnmemory._text import compact_json
+from turnmemory.transcripts._build import SessionBuilder, as_text, mapping, read_jsonl
 from turnmemory.transcripts._model import (
     ImportedSession,
     IterationEnd,
@@ -117,21 +118,21 @@ def _call(payload: Mapping[str, Any], index: int) -> ToolCall:
         action = mapping(payload.get("action"))
         command = shell_command(action.get("command"))
         return ToolCall(
-            call_id, "bash", {"command": command} if command else {}, "local_shell", dump_input(action)
+            call_id, "bash", {"command": command} if command else {}, "local_shell", compact_json(action)
         )
     if item == "web_search_call":
         action = mapping(payload.get("action"))
         url = action.get("url")
         name, arguments = ("web_fetch", {"url": url}) if isinstance(url, str) else ("web_search", {})
-        return ToolCall(call_id, name, arguments, "web_search", dump_input(action))
+        return ToolCall(call_id, name, arguments, "web_search", compact_json(action))
     source_name = str(payload.get("name") or "unknown_tool")
     if item == "custom_tool_call":
         raw = payload.get("input")
-        text = raw if isinstance(raw, str) else dump_input(raw)
+        text = raw if isinstance(raw, str) else compact_json(raw)
         name, arguments = patch_tool(text) if source_name == "apply_patch" else (source_name, {})
         return ToolCall(call_id, name, arguments, source_name, text)
     raw = payload.get("arguments")
-    text = raw if isinstance(raw, str) else dump_input(raw)
+    text = raw if isinstance(raw, str) else compact_json(raw)
     name, arguments = _function(source_name, _json_object(text))
     return ToolCall(call_id, name, arguments, source_name, text)
 
