@@ -3,8 +3,8 @@
 Each module has ``to_request(messages, *, pending=None, arguments="empty", id_style="historical")``
 (``openai_chat`` also ``model=``, the served model, whose family's chat template may need another form)
 returning plain JSON-ready dicts for the official SDK, ``replayed_tool_names(request)``,
-``placeholder_tool(name)`` / ``placeholder_tools(request, offered)`` and ``problems(body)``; the
-:mod:`turnmemory.providers.check` module checks any request body against its provider's rules.
+``placeholder_tool(name)`` / ``placeholder_tools(request, offered)``; the
+:mod:`turnmemory.providers.check` package holds each wire's rules and checks any request body against them.
 """
 
 from turnmemory.providers import anthropic, bedrock, gemini, openai_chat, openai_responses
