@@ -13,6 +13,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from turnmemory import providers
 from turnmemory.integrations._read import (
     PROVIDERS,
     Provider,
@@ -23,7 +24,6 @@ from turnmemory.integrations._read import (
     text_block,
 )
 from turnmemory.memory import Message
-from turnmemory.providers import anthropic, bedrock, gemini, openai_chat, openai_responses
 from turnmemory.replay import ArgumentPolicy, IdStyle
 from turnmemory.retention import DEFAULT_RULES, ToolRule
 from turnmemory.segments import TurnRecorder
@@ -146,13 +146,7 @@ class Compactor:
             if result_parser is not None
             else lambda name, args, text, error: parse_result(name, args, text, error, rules=rules)
         )
-        self._formatter = {
-            "openai_chat": openai_chat.Formatter,
-            "anthropic": anthropic.Formatter,
-            "openai_responses": openai_responses.Formatter,
-            "gemini": gemini.Formatter,
-            "bedrock": bedrock.Formatter,
-        }[provider]()
+        self._formatter = getattr(providers, provider).Formatter()
         self._read: list[Mapping[str, Any]] = []
         self._history: list[Message] = []
         self._kept: list[Any] = []
@@ -170,7 +164,7 @@ class Compactor:
             self._read, self._history, self._kept = [], [], []
         self._extend(prefix[len(self._read) :])
         self._read = prefix
-        if isinstance(self._formatter, openai_chat.Formatter):
+        if self.provider == "openai_chat":
             request = self._formatter.to_request(
                 self._history, arguments=self.arguments, id_style=self.id_style, model=self.model
             )

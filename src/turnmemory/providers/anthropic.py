@@ -10,21 +10,25 @@ at the end of the prose merges into the next user message, results first. Use it
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
+from functools import partial
 from typing import Any
 
 from turnmemory.memory import Message
-from turnmemory.providers._common import (
-    PLACEHOLDER_DESCRIPTION,
-    Block,
+from turnmemory.providers._build import (
     IncrementalFormatter,
-    Options,
     RequestCache,
     TurnFormat,
-    compact_json,
+    turn_request,
+)
+from turnmemory.providers._render import (
+    PLACEHOLDER_DESCRIPTION,
+    Block,
+    Item,
+    Options,
+    cached_json,
     list_at,
     missing_names,
     tool_name,
-    turn_request,
 )
 from turnmemory.replay import ArgumentPolicy, HistoricalCall, IdStyle
 
@@ -47,7 +51,7 @@ def _call(call: HistoricalCall, first: bool) -> Block:
 
 
 def _result(call: HistoricalCall) -> Block:
-    block: Block = {"type": "tool_result", "tool_use_id": call.id, "content": compact_json(call.result)}
+    block: Block = {"type": "tool_result", "tool_use_id": call.id, "content": cached_json(call.result)}
     if call.is_error:
         block["is_error"] = True
     return block
@@ -61,7 +65,7 @@ def blocks(message: Mapping[str, Any]) -> list[Any]:
     return content if isinstance(content, list) else []
 
 
-def _pending_ids(pending: Sequence[Block]) -> Iterator[str]:
+def _pending_ids(pending: Sequence[Item]) -> Iterator[str]:
     for message in pending:
         for block in blocks(message):
             if isinstance(block, Mapping):
@@ -84,27 +88,31 @@ _FORMAT = TurnFormat(
 def to_request(
     messages: Sequence[Message],
     *,
-    pending: Sequence[Block] | None = None,
+    pending: Sequence[Item] | None = None,
     arguments: ArgumentPolicy = "empty",
     id_style: IdStyle = "historical",
 ) -> dict[str, Any]:
     """``{"system": [text blocks], "messages": [...]}`` for ``client.messages.create`` (system only when present)."""
-    return _build(messages, pending, Options(arguments, id_style), None)
+    return _request(messages, None, pending=pending, arguments=arguments, id_style=id_style)
 
 
-def _build(
-    messages: Sequence[Message], pending: Sequence[Block] | None, options: Options, cache: RequestCache | None
+def _request(
+    messages: Sequence[Message],
+    cache: RequestCache | None,
+    *,
+    pending: Sequence[Item] | None = None,
+    arguments: ArgumentPolicy = "empty",
+    id_style: IdStyle = "historical",
 ) -> dict[str, Any]:
-    systems, turns = turn_request(_FORMAT, messages, pending, options, cache)
+    systems, turns = turn_request(_FORMAT, messages, pending, Options(arguments, id_style), cache)
     request: dict[str, Any] = {"system": [_text(text) for text in systems]} if systems else {}
     request["messages"] = turns
     return request
 
 
-class Formatter(IncrementalFormatter):
-    """Incremental :func:`to_request` for one conversation: each historical message is rendered once."""
-
-    build = staticmethod(_build)
+Formatter = partial(IncrementalFormatter, _request)
+"""``Formatter()``: :func:`to_request` for one conversation, built incrementally (each historical message is
+rendered once; the same keywords give the same requests)."""
 
 
 def replayed_tool_names(request: Mapping[str, Any]) -> list[str]:

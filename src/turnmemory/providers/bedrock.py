@@ -13,20 +13,24 @@ declare at least the replayed names::
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
+from functools import partial
 from typing import Any
 
 from turnmemory.memory import Message
-from turnmemory.providers._common import (
-    PLACEHOLDER_DESCRIPTION,
-    Block,
+from turnmemory.providers._build import (
     IncrementalFormatter,
-    Options,
     RequestCache,
     TurnFormat,
+    turn_request,
+)
+from turnmemory.providers._render import (
+    PLACEHOLDER_DESCRIPTION,
+    Block,
+    Item,
+    Options,
     list_at,
     missing_names,
     tool_name,
-    turn_request,
 )
 from turnmemory.replay import ArgumentPolicy, HistoricalCall, IdStyle
 
@@ -65,7 +69,7 @@ def _tool_blocks(messages: Sequence[Any], key: str) -> Iterator[Mapping[str, Any
                     yield block[key]
 
 
-def _pending_ids(pending: Sequence[Block]) -> Iterator[str]:
+def _pending_ids(pending: Sequence[Item]) -> Iterator[str]:
     for key in ("toolUse", "toolResult"):
         for block in _tool_blocks(pending, key):
             if isinstance(block.get("toolUseId"), str):
@@ -86,28 +90,32 @@ _FORMAT = TurnFormat(
 def to_request(
     messages: Sequence[Message],
     *,
-    pending: Sequence[Block] | None = None,
+    pending: Sequence[Item] | None = None,
     arguments: ArgumentPolicy = "empty",
     id_style: IdStyle = "historical",
 ) -> dict[str, Any]:
     """``{"messages": [...], "system": [text blocks]}`` for ``client.converse`` (system only when present)."""
-    return _build(messages, pending, Options(arguments, id_style), None)
+    return _request(messages, None, pending=pending, arguments=arguments, id_style=id_style)
 
 
-def _build(
-    messages: Sequence[Message], pending: Sequence[Block] | None, options: Options, cache: RequestCache | None
+def _request(
+    messages: Sequence[Message],
+    cache: RequestCache | None,
+    *,
+    pending: Sequence[Item] | None = None,
+    arguments: ArgumentPolicy = "empty",
+    id_style: IdStyle = "historical",
 ) -> dict[str, Any]:
-    systems, turns = turn_request(_FORMAT, messages, pending, options, cache)
+    systems, turns = turn_request(_FORMAT, messages, pending, Options(arguments, id_style), cache)
     request: dict[str, Any] = {"messages": turns}
     if systems:
         request["system"] = [_text(text) for text in systems]
     return request
 
 
-class Formatter(IncrementalFormatter):
-    """Incremental :func:`to_request` for one conversation: each historical message is rendered once."""
-
-    build = staticmethod(_build)
+Formatter = partial(IncrementalFormatter, _request)
+"""``Formatter()``: :func:`to_request` for one conversation, built incrementally (each historical message is
+rendered once; the same keywords give the same requests)."""
 
 
 def replayed_tool_names(request: Mapping[str, Any]) -> list[str]:

@@ -17,20 +17,24 @@ from __future__ import annotations
 
 import base64
 from collections.abc import Iterator, Mapping, Sequence
+from functools import partial
 from typing import Any
 
 from turnmemory.memory import Message
-from turnmemory.providers._common import (
-    PLACEHOLDER_DESCRIPTION,
-    Block,
+from turnmemory.providers._build import (
     IncrementalFormatter,
-    Options,
     RequestCache,
     TurnFormat,
+    turn_request,
+)
+from turnmemory.providers._render import (
+    PLACEHOLDER_DESCRIPTION,
+    Block,
+    Item,
+    Options,
     list_at,
     missing_names,
     tool_name,
-    turn_request,
 )
 from turnmemory.replay import ArgumentPolicy, HistoricalCall, IdStyle
 
@@ -68,7 +72,7 @@ def either_case(mapping: Mapping[str, Any], snake: str, camel: str) -> Any:
     return mapping[snake] if snake in mapping else mapping.get(camel)
 
 
-def _pending_ids(pending: Sequence[Block]) -> Iterator[str]:
+def _pending_ids(pending: Sequence[Item]) -> Iterator[str]:
     for content in pending:
         for part in list_at(content, "parts"):
             if not isinstance(part, Mapping):
@@ -96,7 +100,7 @@ _FORMAT = TurnFormat(
 def to_request(
     messages: Sequence[Message],
     *,
-    pending: Sequence[Block] | None = None,
+    pending: Sequence[Item] | None = None,
     arguments: ArgumentPolicy = "empty",
     id_style: IdStyle = "historical",
 ) -> dict[str, Any]:
@@ -105,23 +109,27 @@ def to_request(
     Contents alternate strictly and open with a user content: blank user messages are left out, and so
     are assistant messages before the first non-blank user message (nothing is invented to precede them).
     """
-    return _build(messages, pending, Options(arguments, id_style), None)
+    return _request(messages, None, pending=pending, arguments=arguments, id_style=id_style)
 
 
-def _build(
-    messages: Sequence[Message], pending: Sequence[Block] | None, options: Options, cache: RequestCache | None
+def _request(
+    messages: Sequence[Message],
+    cache: RequestCache | None,
+    *,
+    pending: Sequence[Item] | None = None,
+    arguments: ArgumentPolicy = "empty",
+    id_style: IdStyle = "historical",
 ) -> dict[str, Any]:
-    systems, contents = turn_request(_FORMAT, messages, pending, options, cache)
+    systems, contents = turn_request(_FORMAT, messages, pending, Options(arguments, id_style), cache)
     request: dict[str, Any] = {"contents": contents}
     if systems:
         request["system_instruction"] = {"parts": [_text(text) for text in systems]}
     return request
 
 
-class Formatter(IncrementalFormatter):
-    """Incremental :func:`to_request` for one conversation: each historical message is rendered once."""
-
-    build = staticmethod(_build)
+Formatter = partial(IncrementalFormatter, _request)
+"""``Formatter()``: :func:`to_request` for one conversation, built incrementally (each historical message is
+rendered once; the same keywords give the same requests)."""
 
 
 def _function_calls(content: Mapping[str, Any]) -> Iterator[Mapping[str, Any]]:

@@ -15,22 +15,26 @@ Phi-4-mini, 9-character alphanumeric ids and strict user/assistant alternation f
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
+from functools import partial
 from typing import Any
 
 from turnmemory.memory import Message
-from turnmemory.providers._common import (
+from turnmemory.providers._build import (
+    IncrementalFormatter,
+    RequestCache,
+    item_request,
+)
+from turnmemory.providers._families import Family, family
+from turnmemory.providers._render import (
     PLACEHOLDER_DESCRIPTION,
     Block,
-    IncrementalFormatter,
+    Item,
     Options,
-    RequestCache,
-    compact_json,
-    item_request,
+    cached_json,
     missing_names,
     replay_steps,
     tool_name,
 )
-from turnmemory.providers._families import Family, family
 from turnmemory.replay import ArgumentPolicy, HistoricalCall, IdStyle
 
 __all__ = [
@@ -64,7 +68,7 @@ def _render(message: Message, message_index: int, options: Options, taken: set[s
         for calls in batches:
             out.append(_calls_message(text, calls, options))
             out.extend(
-                {"role": "tool", "tool_call_id": call.id, "content": compact_json(call.result)}
+                {"role": "tool", "tool_call_id": call.id, "content": cached_json(call.result)}
                 for call in calls
             )
             text = ""
@@ -82,14 +86,14 @@ def _calls_message(text: str, calls: Sequence[HistoricalCall], options: Options)
         {
             "id": call.id,
             "type": "function",
-            "function": {"name": tool_name(call.name), "arguments": compact_json(call.arguments)},
+            "function": {"name": tool_name(call.name), "arguments": cached_json(call.arguments)},
         }
         for call in calls
     ]
     return assistant
 
 
-def _pending_ids(pending: Sequence[Block]) -> Iterator[str]:
+def _pending_ids(pending: Sequence[Item]) -> Iterator[str]:
     for message in pending:
         if isinstance(message.get("tool_call_id"), str):
             yield message["tool_call_id"]
@@ -106,7 +110,7 @@ def _tool_calls(message: Mapping[str, Any]) -> list[Mapping[str, Any]]:
 def to_request(
     messages: Sequence[Message],
     *,
-    pending: Sequence[Block] | None = None,
+    pending: Sequence[Item] | None = None,
     arguments: ArgumentPolicy = "empty",
     id_style: IdStyle | None = None,
     single_calls: bool | None = None,
@@ -118,7 +122,15 @@ def to_request(
     (``"historical"`` or ``"compact"``) and ``single_calls`` override that choice when given.
     Without any of them, the spec's default form.
     """
-    return _build(messages, pending, _options(arguments, id_style, single_calls, model), None)
+    return _request(
+        messages,
+        None,
+        pending=pending,
+        arguments=arguments,
+        id_style=id_style,
+        single_calls=single_calls,
+        model=model,
+    )
 
 
 def _options(
@@ -136,9 +148,17 @@ def _options(
     )
 
 
-def _build(
-    messages: Sequence[Message], pending: Sequence[Block] | None, options: Options, cache: RequestCache | None
+def _request(
+    messages: Sequence[Message],
+    cache: RequestCache | None,
+    *,
+    pending: Sequence[Item] | None = None,
+    arguments: ArgumentPolicy = "empty",
+    id_style: IdStyle | None = None,
+    single_calls: bool | None = None,
+    model: str | None = None,
 ) -> dict[str, Any]:
+    options = _options(arguments, id_style, single_calls, model)
     _, items = item_request(messages, pending, options, _render, _pending_ids, cache)
     if (
         options.alternating
@@ -151,23 +171,9 @@ def _build(
     return {"messages": items}
 
 
-class Formatter(IncrementalFormatter):
-    """Incremental :func:`to_request` for one conversation: each historical message is rendered once."""
-
-    build = staticmethod(_build)
-
-    def to_request(
-        self,
-        messages: Sequence[Message],
-        *,
-        pending: Sequence[Block] | None = None,
-        arguments: ArgumentPolicy = "empty",
-        id_style: IdStyle | None = None,
-        single_calls: bool | None = None,
-        model: str | None = None,
-    ) -> dict[str, Any]:
-        """The same request as :func:`to_request`, built incrementally."""
-        return _build(messages, pending, _options(arguments, id_style, single_calls, model), self._cache)
+Formatter = partial(IncrementalFormatter, _request)
+"""``Formatter()``: :func:`to_request` for one conversation, built incrementally (each historical message is
+rendered once; the same keywords give the same requests)."""
 
 
 def replayed_tool_names(request: Mapping[str, Any]) -> list[str]:

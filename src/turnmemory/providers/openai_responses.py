@@ -10,17 +10,21 @@ Prose becomes easy-input ``message`` items; each historical batch becomes ``func
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
+from functools import partial
 from typing import Any
 
 from turnmemory.memory import Message
-from turnmemory.providers._common import (
+from turnmemory.providers._build import (
+    IncrementalFormatter,
+    RequestCache,
+    item_request,
+)
+from turnmemory.providers._render import (
     PLACEHOLDER_DESCRIPTION,
     Block,
-    IncrementalFormatter,
+    Item,
     Options,
-    RequestCache,
-    compact_json,
-    item_request,
+    cached_json,
     list_at,
     missing_names,
     replay_steps,
@@ -59,18 +63,18 @@ def _render(message: Message, message_index: int, options: Options, taken: set[s
                 "type": "function_call",
                 "call_id": call.id,
                 "name": tool_name(call.name),
-                "arguments": compact_json(call.arguments),
+                "arguments": cached_json(call.arguments),
             }
             for call in step.calls
         )
         out.extend(
-            {"type": "function_call_output", "call_id": call.id, "output": compact_json(call.result)}
+            {"type": "function_call_output", "call_id": call.id, "output": cached_json(call.result)}
             for call in step.calls
         )
     return tuple(out)
 
 
-def _pending_ids(pending: Sequence[Block]) -> Iterator[str]:
+def _pending_ids(pending: Sequence[Item]) -> Iterator[str]:
     for item in pending:
         if item.get("type") in ("function_call", "function_call_output") and isinstance(
             item.get("call_id"), str
@@ -81,7 +85,7 @@ def _pending_ids(pending: Sequence[Block]) -> Iterator[str]:
 def to_request(
     messages: Sequence[Message],
     *,
-    pending: Sequence[Block] | None = None,
+    pending: Sequence[Item] | None = None,
     arguments: ArgumentPolicy = "empty",
     id_style: IdStyle = "historical",
 ) -> dict[str, Any]:
@@ -89,12 +93,18 @@ def to_request(
 
     ``instructions`` joins the non-blank system messages with blank lines; it is absent without them.
     """
-    return _build(messages, pending, Options(arguments, id_style), None)
+    return _request(messages, None, pending=pending, arguments=arguments, id_style=id_style)
 
 
-def _build(
-    messages: Sequence[Message], pending: Sequence[Block] | None, options: Options, cache: RequestCache | None
+def _request(
+    messages: Sequence[Message],
+    cache: RequestCache | None,
+    *,
+    pending: Sequence[Item] | None = None,
+    arguments: ArgumentPolicy = "empty",
+    id_style: IdStyle = "historical",
 ) -> dict[str, Any]:
+    options = Options(arguments, id_style)
     systems, items = item_request(messages, pending, options, _render, _pending_ids, cache)
     request: dict[str, Any] = {"input": items}
     if systems:
@@ -102,10 +112,9 @@ def _build(
     return request
 
 
-class Formatter(IncrementalFormatter):
-    """Incremental :func:`to_request` for one conversation: each historical message is rendered once."""
-
-    build = staticmethod(_build)
+Formatter = partial(IncrementalFormatter, _request)
+"""``Formatter()``: :func:`to_request` for one conversation, built incrementally (each historical message is
+rendered once; the same keywords give the same requests)."""
 
 
 def replayed_tool_names(request: Mapping[str, Any]) -> list[str]:

@@ -6,7 +6,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from turnmemory.providers._common import is_blank, missing_names
+from turnmemory.providers._render import is_blank, missing_names
 from turnmemory.providers.anthropic import blocks, replayed_tool_names
 from turnmemory.providers.check._rules import ToolIds, adjacent_pairing, duplicates, json_object
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from turnmemory.providers._common import list_at
+from turnmemory.providers._render import list_at
 from turnmemory.providers.check._rules import json_object
 from turnmemory.providers.gemini import either_case
 
