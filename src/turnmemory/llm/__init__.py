@@ -27,8 +27,9 @@ from turnmemory.llm._tokens import (
     o200k_unavailable,
     open_counter,
 )
-from turnmemory.llm._tools import ToolResult, ToolSpec
+from turnmemory.llm._tools import ToolSpec
 from turnmemory.llm.events import TERMINAL_KINDS, Event, EventKind, Reason, Usage, record
+from turnmemory.providers._tools import ToolResult
 
 __all__ = [
     "CLEARED",

@@ -25,211 +25,26 @@ import copy
 import time
 from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
 from contextlib import closing
-from dataclasses import dataclass
 from functools import partial
-from types import ModuleType
-from typing import Any, Protocol
+from typing import Any
 
 from turnmemory._text import one_line
-from turnmemory.llm._reduce import Piece, Reducer
+from turnmemory.llm._reduce import Reducer
 from turnmemory.llm._retry import Failure, RetryPolicy, connection_failure, malformed_failure
+from turnmemory.llm._sdk import Completion, Sdk, StreamInterrupted
 from turnmemory.llm._tokens import Accounting, ContextLimits, TokenCounter, open_counter
-from turnmemory.llm._tools import Call, ToolResult, ToolSpec, call_problem, placeholder_tool, tool_table
-from turnmemory.llm.events import Event, Reason, Usage
+from turnmemory.llm._tools import ToolSpec, call_problem, placeholder_tool, tool_table
+from turnmemory.llm.events import Event, Reason
 from turnmemory.memory import Message
-from turnmemory.replay import ArgumentPolicy, IdStyle
+from turnmemory.providers._read import record
+from turnmemory.providers._render import Item
+from turnmemory.providers._tools import Call, ToolResult, parse_output
 from turnmemory.segments import TurnRecorder
 
-__all__ = [
-    "DEFAULT_CONNECT_TIMEOUT",
-    "DEFAULT_TIMEOUT",
-    "Client",
-    "Completion",
-    "Connection",
-    "Execute",
-    "Item",
-    "PendingReplay",
-    "Settings",
-    "StreamInterrupted",
-    "Wire",
-    "sdk_options",
-]
-
-Item = dict[str, Any]
-"""One provider-native message or input item, as a JSON-ready dict."""
+__all__ = ["Client", "Execute"]
 
 Execute = Callable[[str, str, dict[str, Any]], ToolResult]
 """Runs one tool call: ``execute(call_id, name, arguments) -> ToolResult``."""
-
-
-class StreamInterrupted(ConnectionError):
-    """The response stream ended before the provider said it was complete."""
-
-
-@dataclass(frozen=True, slots=True)
-class Settings:
-    """Request settings every wire format reads.
-
-    A provider ignores what it has no counterpart for (``reasoning_effort`` outside OpenAI,
-    ``thinking`` on OpenAI, ``session_id`` outside OpenAI); Anthropic rejects ``temperature``.
-    """
-
-    model: str
-    max_tokens: int | None = None
-    temperature: float | None = None
-    thinking: int | None = None
-    reasoning_effort: str | None = None
-    session_id: str | None = None
-    arguments: ArgumentPolicy = "empty"
-    id_style: IdStyle | None = None
-    """``None``: the Chat Completions wire chooses by the model's family, the others ``"historical"``."""
-    single_calls: bool | None = None
-    """Chat Completions: one call per assistant message (``None``: as the model's family needs)."""
-
-
-DEFAULT_TIMEOUT = 300.0
-"""Seconds without a byte of a response before a request fails (long reasoning can be silent for minutes)."""
-DEFAULT_CONNECT_TIMEOUT = 10.0
-"""Seconds to wait for a connection."""
-
-
-@dataclass(frozen=True, slots=True)
-class Connection:
-    """How a wire format reaches its provider: SDK client options, or a ready SDK ``client``."""
-
-    base_url: str | None = None
-    api_key: str | None = None
-    client: Any = None
-    http_client: Any = None
-    timeout: float = DEFAULT_TIMEOUT
-    """Seconds to wait for the next bytes of a response (an SDK's read timeout)."""
-    connect_timeout: float = DEFAULT_CONNECT_TIMEOUT
-    """Seconds to wait for a connection."""
-    region: str | None = None
-
-
-def sdk_options(connection: Connection) -> dict[str, Any]:
-    """Constructor options shared by the Anthropic and OpenAI SDK clients: retries off, timeouts set."""
-    import httpx2
-
-    options: dict[str, Any] = {
-        "api_key": connection.api_key,
-        "base_url": connection.base_url,
-        "max_retries": 0,
-        "timeout": httpx2.Timeout(connection.timeout, connect=connection.connect_timeout),
-    }
-    if connection.http_client is not None:
-        options["http_client"] = connection.http_client
-    return options
-
-
-@dataclass(frozen=True, slots=True)
-class Completion:
-    """One complete response: the native items to append, its tool calls, text, usage and stop."""
-
-    items: tuple[Item, ...]
-    calls: tuple[Call, ...]
-    text: str
-    usage: Usage
-    stop: Reason = "stop"
-
-
-class History:
-    """The history half every wire shares: requests built by the provider's incremental ``Formatter``.
-
-    ``provider`` is the wire's module in :mod:`turnmemory.providers`. One formatter per client, so the
-    historical messages of its conversation are rendered once.
-    """
-
-    def __init__(self, provider: ModuleType, settings: Settings) -> None:
-        self.settings = settings
-        self._provider = provider
-        self._formatter = provider.Formatter()
-
-    def format(self, messages: Sequence[Message], pending: list[Item]) -> dict[str, Any]:
-        """The request for ``messages`` (the new user message last), with ``pending`` before it."""
-        request: dict[str, Any] = self._formatter.to_request(
-            messages, pending=pending, **self.replay_options()
-        )
-        return request
-
-    def replay_options(self) -> dict[str, Any]:
-        """The formatter's replay keywords (the Chat Completions wire adds the model's family form)."""
-        return {"arguments": self.settings.arguments, "id_style": self.settings.id_style or "historical"}
-
-    def replayed_tools(self, request: Mapping[str, Any]) -> Sequence[str]:
-        """Every tool name that ``request`` carries calls of."""
-        names: Sequence[str] = self._provider.replayed_tool_names(request)
-        return names
-
-
-class Wire(Protocol):
-    """What the loop needs from one wire format. Implementations never mutate their arguments."""
-
-    items_key: str
-    """The request key holding the message or input list."""
-
-    def format(self, messages: Sequence[Message], pending: list[Item]) -> dict[str, Any]:
-        """The request for ``messages`` (the new user message last), with ``pending`` before it."""
-
-    def replayed_tools(self, request: Mapping[str, Any]) -> Sequence[str]:
-        """Every tool name that ``request`` carries calls of."""
-
-    def stream(
-        self, request: Mapping[str, Any], tools: Sequence[ToolSpec], turn_start: int
-    ) -> Generator[Event | Completion, None, None]:
-        """Send ``request``; yield text and reasoning events as they stream, then one ``Completion``.
-
-        ``turn_start`` is the index in ``request[items_key]`` where this turn's own items begin.
-        Raises the SDK's error (or :class:`StreamInterrupted`) when the request fails.
-        """
-
-    def tool_results(self, calls: Sequence[Call], results: Sequence[ToolResult]) -> list[Item]:
-        """The native message(s) carrying ``results`` for ``calls``, in order."""
-
-    def failure(self, error: Exception) -> Failure | None:
-        """Classify an error raised by :meth:`stream`; ``None`` when it is not a provider failure."""
-
-    def replay(self, pending: Sequence[Item], out: PendingReplay) -> None:
-        """Feed the assistant prose, tool calls and tool results of native ``pending`` items to ``out``."""
-
-    def pieces(self, items: Sequence[Item]) -> list[Piece]:
-        """Every tool call and tool result in native ``items``, in order (for the in-turn reducer)."""
-
-    def replace(self, item: Item, piece: Piece, content: str | dict[str, Any]) -> Item:
-        """A copy of ``item`` with the result or arguments of ``piece`` replaced by ``content``."""
-
-
-class PendingReplay:
-    """Turns pending native items into recorder calls, skipping what does not pair up.
-
-    A call without a result is not recorded; a result without its call, or a repeated call id, is
-    ignored, so reading pending state back never fails.
-    """
-
-    def __init__(self, recorder: TurnRecorder) -> None:
-        self._recorder = recorder
-        self._open: set[str] = set()
-        self._seen: set[str] = set()
-
-    def text(self, text: str) -> None:
-        """Assistant prose."""
-        self._recorder.text(text)
-
-    def call(self, call_id: str, name: str, arguments: Any) -> None:
-        """A tool call."""
-        if call_id in self._seen or not name:
-            return
-        self._seen.add(call_id)
-        self._open.add(call_id)
-        self._recorder.tool_start(call_id, name, arguments if isinstance(arguments, dict) else {})
-
-    def result(self, call_id: str, result: ToolResult) -> None:
-        """The result of the call ``call_id``."""
-        if call_id not in self._open:
-            return
-        self._open.discard(call_id)
-        self._recorder.tool_end(call_id, output=result.output, error=result.error)
 
 
 class Client:
@@ -240,7 +55,7 @@ class Client:
 
     def __init__(
         self,
-        wire: Wire,
+        sdk: Sdk,
         *,
         provider: str,
         model: str,
@@ -265,7 +80,8 @@ class Client:
         stream that sends nothing ends at the read timeout, which ``open_client`` keeps within it."""
         self.accounting = Accounting(counter or open_counter(), limits or ContextLimits.of(model))
         """The context window, the output reserve and the calibrated token estimate of requests."""
-        self._wire = wire
+        self._sdk = sdk
+        self._formatter = sdk.wire.Formatter()
         self._pending: list[Item] | None = None
         self._pending_history: tuple[Message, ...] = ()
 
@@ -284,7 +100,11 @@ class Client:
         if not pending:
             return None
         recorder = recorder if recorder is not None else TurnRecorder()
-        self._wire.replay(pending, PendingReplay(recorder))
+        record(
+            self._sdk.wire.pieces(pending),
+            recorder,
+            lambda call, result: parse_output(result.text, is_error=result.error),
+        )
         return recorder.finish()
 
     def request_tokens(
@@ -293,7 +113,7 @@ class Client:
         """The calibrated token estimate of the first request a turn for ``prompt`` after ``history``
         would send, offering ``tools`` (the pending state included)."""
         request = self._first_request(history, prompt)
-        raw = Reducer(self._wire, self.accounting).measure(request, self._wire.items_key, tools)
+        raw = Reducer(self._sdk.wire, self.accounting).measure(request, self._sdk.wire.ITEMS, tools)
         return self.accounting.scaled(raw)
 
     def request_bound(
@@ -301,12 +121,19 @@ class Client:
     ) -> int | None:
         """A calibrated upper bound on :meth:`request_tokens` taken without loading the tokenizer, or
         ``None`` once it is loaded (counting is cheap then)."""
-        raw = Reducer(self._wire, self.accounting).bound(self._first_request(history, prompt), tools)
+        raw = Reducer(self._sdk.wire, self.accounting).bound(self._first_request(history, prompt), tools)
         return None if raw is None else self.accounting.scaled(raw)
 
     def _first_request(self, history: Sequence[Message], prompt: str) -> dict[str, Any]:
         messages = [*history, Message(role="user", content=prompt)]
-        return self._wire.format(messages, copy.deepcopy(self._pending or []))
+        return self._format(messages, copy.deepcopy(self._pending or []))
+
+    def _format(self, messages: Sequence[Message], pending: list[Item]) -> dict[str, Any]:
+        """The request for ``messages`` (the new user message last), with ``pending`` before it."""
+        request: dict[str, Any] = self._formatter.to_request(
+            messages, pending=self._sdk.injected(pending), **self._sdk.options()
+        )
+        return request
 
     def run_turn(
         self,
@@ -355,13 +182,13 @@ class Client:
         owner: tuple[Message, ...],
     ) -> Iterator[Event]:
         ends_at = None if self.deadline is None else time.monotonic() + self.deadline
-        wire = self._wire
+        wire = self._sdk.wire
         injected = self._pending or []
         messages = [*history, Message(role="user", content=prompt)]
-        base = wire.format(messages, copy.deepcopy(injected))
-        turn_start = len(base[wire.items_key])
+        base = self._format(messages, copy.deepcopy(injected))
+        turn_start = len(base[wire.ITEMS])
         reducer = Reducer(wire, self.accounting)
-        replayed_before = dict.fromkeys(wire.replayed_tools(base))
+        replayed_before = dict.fromkeys(wire.replayed_tool_names(base))
         turn: list[Item] = []
         calls: Sequence[Call] = ()
         results: list[ToolResult] = []
@@ -369,26 +196,26 @@ class Client:
         ended = False
         try:
             while True:
-                request = {**base, wire.items_key: [*base[wire.items_key], *turn]}
+                request = {**base, wire.ITEMS: [*base[wire.ITEMS], *turn]}
                 # The history's names are read once a turn; each iteration adds only its own items' names.
-                replayed = {**replayed_before, **dict.fromkeys(wire.replayed_tools({wire.items_key: turn}))}
+                replayed = {**replayed_before, **dict.fromkeys(wire.replayed_tool_names({wire.ITEMS: turn}))}
                 specs = [*table.values(), *(placeholder_tool(name) for name in replayed if name not in table)]
                 # A request that fits at one token per byte goes out before the tokenizer loads.
                 bound = reducer.bound(request, specs)
                 size = (
                     None
                     if bound is not None and reducer.fits(bound)
-                    else reducer.measure(request, wire.items_key, specs)
+                    else reducer.measure(request, wire.ITEMS, specs)
                 )
                 if size is not None and not reducer.fits(size):
                     reduction = reducer.reduce(size, injected, turn)
                     if reduction.results or reduction.arguments:
                         injected, turn[:] = reduction.items[: len(injected)], reduction.items[len(injected) :]
                         if reduction.pending:
-                            base = wire.format(messages, copy.deepcopy(injected))
-                            turn_start = len(base[wire.items_key])
-                        request = {**base, wire.items_key: [*base[wire.items_key], *turn]}
-                        size = reducer.measure(request, wire.items_key, specs)
+                            base = self._format(messages, copy.deepcopy(injected))
+                            turn_start = len(base[wire.ITEMS])
+                        request = {**base, wire.ITEMS: [*base[wire.ITEMS], *turn]}
+                        size = reducer.measure(request, wire.ITEMS, specs)
                         yield Event("reduced", text=reduction.summary(), tokens=reduction.freed)
                     if not reducer.fits(size):
                         ended = True
@@ -403,7 +230,7 @@ class Client:
                     return
                 yield Event("usage", usage=outcome.usage)
                 self.accounting.observe(
-                    size if size is not None else partial(reducer.measure, request, wire.items_key, specs),
+                    size if size is not None else partial(reducer.measure, request, wire.ITEMS, specs),
                     outcome.usage.input_tokens,
                 )
                 if not outcome.calls:
@@ -479,7 +306,7 @@ class Client:
                 return self._expired()
             try:
                 completion: Completion | None = None
-                with closing(self._wire.stream(request, specs, turn_start)) as stream:
+                with closing(self._sdk.stream(request, specs, turn_start)) as stream:
                     for item in stream:
                         if _expired(ends_at):
                             return self._expired()
@@ -508,7 +335,7 @@ class Client:
 
     def _classify(self, error: Exception) -> Failure:
         """Any error of a request, as a ``Failure``: whatever the wire sends ends the turn cleanly."""
-        failure = self._wire.failure(error)
+        failure = self._sdk.failure(error)
         if failure is not None:
             return failure
         if isinstance(error, ConnectionError | TimeoutError):

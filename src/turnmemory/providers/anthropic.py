@@ -5,11 +5,14 @@ message holding all its ``tool_result`` blocks (compact JSON strings, ``is_error
 at the end of the prose merges into the next user message, results first. Use it as::
 
     client.messages.create(model=..., max_tokens=..., tools=..., **anthropic.to_request(history))
+
+It also reads the wire back (:func:`pieces`), edits results and arguments in place (:func:`replace`)
+and writes the results of a running turn's calls (:func:`tool_results`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from functools import partial
 from typing import Any
 
@@ -20,6 +23,7 @@ from turnmemory.providers._build import (
     TurnFormat,
     turn_request,
 )
+from turnmemory.providers._read import Piece, as_text, call_names, piece_ids
 from turnmemory.providers._render import (
     PLACEHOLDER_DESCRIPTION,
     Block,
@@ -30,15 +34,21 @@ from turnmemory.providers._render import (
     missing_names,
     tool_name,
 )
+from turnmemory.providers._tools import Call, ToolResult, result_text
 from turnmemory.replay import ArgumentPolicy, HistoricalCall, IdStyle
 
 __all__ = [
+    "ITEMS",
+    "TURNS",
     "Formatter",
     "blocks",
+    "pieces",
     "placeholder_tool",
     "placeholder_tools",
+    "replace",
     "replayed_tool_names",
     "to_request",
+    "tool_results",
 ]
 
 
@@ -65,22 +75,16 @@ def blocks(message: Mapping[str, Any]) -> list[Any]:
     return content if isinstance(content, list) else []
 
 
-def _pending_ids(pending: Sequence[Item]) -> Iterator[str]:
-    for message in pending:
-        for block in blocks(message):
-            if isinstance(block, Mapping):
-                for key in ("id", "tool_use_id"):
-                    if isinstance(block.get(key), str):
-                        yield block[key]
+ITEMS = "messages"
+"""The request key of the message list."""
 
-
-_FORMAT = TurnFormat(
+TURNS = TurnFormat(
     assistant_role="assistant",
     content_key="content",
     text=_text,
     call=_call,
     result=_result,
-    pending_ids=_pending_ids,
+    pending_ids=lambda pending: piece_ids(pieces(pending)),
     strip_final=True,
 )
 
@@ -104,7 +108,7 @@ def _request(
     arguments: ArgumentPolicy = "empty",
     id_style: IdStyle = "historical",
 ) -> dict[str, Any]:
-    systems, turns = turn_request(_FORMAT, messages, pending, Options(arguments, id_style), cache)
+    systems, turns = turn_request(TURNS, messages, pending, Options(arguments, id_style), cache)
     request: dict[str, Any] = {"system": [_text(text) for text in systems]} if systems else {}
     request["messages"] = turns
     return request
@@ -117,16 +121,7 @@ rendered once; the same keywords give the same requests)."""
 
 def replayed_tool_names(request: Mapping[str, Any]) -> list[str]:
     """The names of the ``tool_use`` blocks a request (or wire body) holds, in order, once each."""
-    names = (
-        block["name"]
-        for message in list_at(request, "messages")
-        if isinstance(message, Mapping)
-        for block in blocks(message)
-        if isinstance(block, Mapping)
-        and block.get("type") == "tool_use"
-        and isinstance(block.get("name"), str)
-    )
-    return missing_names(names, ())
+    return call_names(pieces(list_at(request, ITEMS)))
 
 
 def placeholder_tool(name: str) -> dict[str, Any]:
@@ -141,3 +136,72 @@ def placeholder_tool(name: str) -> dict[str, Any]:
 def placeholder_tools(request: Mapping[str, Any], offered: Sequence[str]) -> list[dict[str, Any]]:
     """Placeholder definitions for every name the request replays that ``offered`` lacks."""
     return [placeholder_tool(name) for name in missing_names(replayed_tool_names(request), offered)]
+
+
+def pieces(items: Sequence[Mapping[str, Any]]) -> list[Piece]:
+    """The prose, thinking, ``tool_use`` and ``tool_result`` blocks of Messages API messages, in order.
+
+    A call's arguments are editable unless its message carries signed thinking.
+    """
+    found: list[Piece] = []
+    for index, message in enumerate(items):
+        assistant = message.get("role") == "assistant"
+        content = [block if isinstance(block, Mapping) else {} for block in blocks(message)]
+        signed = any(block.get("type") in ("thinking", "redacted_thinking") for block in content)
+        for slot, block in enumerate(content):
+            kind = block.get("type")
+            if kind == "text" and assistant and isinstance(block.get("text"), str):
+                found.append(Piece(index, slot, "prose", text=block["text"]))
+            elif kind == "thinking" and isinstance(block.get("thinking"), str):
+                found.append(Piece(index, slot, "reasoning", text=block["thinking"]))
+            elif kind == "tool_use":
+                arguments = block.get("input")
+                found.append(
+                    Piece(
+                        index,
+                        slot,
+                        "call",
+                        _string(block.get("id")),
+                        _string(block.get("name")),
+                        arguments=arguments if isinstance(arguments, dict) else None,
+                        editable=not signed and isinstance(arguments, dict),
+                    )
+                )
+            elif kind == "tool_result":
+                found.append(
+                    Piece(
+                        index,
+                        slot,
+                        "result",
+                        _string(block.get("tool_use_id")),
+                        text=as_text(block.get("content")),
+                        error=block.get("is_error") is True,
+                    )
+                )
+    return found
+
+
+def replace(item: Item, piece: Piece, content: str | dict[str, Any]) -> Item:
+    """A copy of ``item`` with the result (``content`` a note) or the arguments of ``piece`` replaced."""
+    edited = list(item["content"])
+    edited[piece.slot] = {**edited[piece.slot], "content" if piece.kind == "result" else "input": content}
+    return {**item, "content": edited}
+
+
+def tool_results(calls: Sequence[Call], results: Sequence[ToolResult]) -> list[Item]:
+    """The user message answering ``calls`` with ``results``: one ``tool_result`` block each, in order."""
+    content = []
+    for call, result in zip(calls, results, strict=True):
+        block: Block = {
+            "type": "tool_result",
+            "tool_use_id": call.id,
+            "content": result_text(result, flagged=True),
+        }
+        if result.error is not None:
+            block["is_error"] = True
+        content.append(block)
+    return [{"role": "user", "content": content}]
+
+
+def _string(value: object) -> str:
+    return value if isinstance(value, str) else ""

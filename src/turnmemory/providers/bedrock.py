@@ -12,7 +12,8 @@ declare at least the replayed names::
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+import json
+from collections.abc import Mapping, Sequence
 from functools import partial
 from typing import Any
 
@@ -23,6 +24,7 @@ from turnmemory.providers._build import (
     TurnFormat,
     turn_request,
 )
+from turnmemory.providers._read import Piece, as_text, call_names, piece_ids
 from turnmemory.providers._render import (
     PLACEHOLDER_DESCRIPTION,
     Block,
@@ -32,14 +34,20 @@ from turnmemory.providers._render import (
     missing_names,
     tool_name,
 )
+from turnmemory.providers._tools import NO_OUTPUT, Call, ToolResult, plain
 from turnmemory.replay import ArgumentPolicy, HistoricalCall, IdStyle
 
 __all__ = [
+    "ITEMS",
+    "TURNS",
     "Formatter",
+    "pieces",
     "placeholder_tool",
     "placeholder_tools",
+    "replace",
     "replayed_tool_names",
     "to_request",
+    "tool_results",
 ]
 
 
@@ -61,28 +69,16 @@ def _result(call: HistoricalCall) -> Block:
     }
 
 
-def _tool_blocks(messages: Sequence[Any], key: str) -> Iterator[Mapping[str, Any]]:
-    for message in messages:
-        if isinstance(message, Mapping):
-            for block in list_at(message, "content"):
-                if isinstance(block, Mapping) and isinstance(block.get(key), Mapping):
-                    yield block[key]
+ITEMS = "messages"
+"""The request key of the message list."""
 
-
-def _pending_ids(pending: Sequence[Item]) -> Iterator[str]:
-    for key in ("toolUse", "toolResult"):
-        for block in _tool_blocks(pending, key):
-            if isinstance(block.get("toolUseId"), str):
-                yield block["toolUseId"]
-
-
-_FORMAT = TurnFormat(
+TURNS = TurnFormat(
     assistant_role="assistant",
     content_key="content",
     text=_text,
     call=_call,
     result=_result,
-    pending_ids=_pending_ids,
+    pending_ids=lambda pending: piece_ids(pieces(pending)),
     strip_final=True,
 )
 
@@ -106,7 +102,7 @@ def _request(
     arguments: ArgumentPolicy = "empty",
     id_style: IdStyle = "historical",
 ) -> dict[str, Any]:
-    systems, turns = turn_request(_FORMAT, messages, pending, Options(arguments, id_style), cache)
+    systems, turns = turn_request(TURNS, messages, pending, Options(arguments, id_style), cache)
     request: dict[str, Any] = {"messages": turns}
     if systems:
         request["system"] = [_text(text) for text in systems]
@@ -120,12 +116,7 @@ rendered once; the same keywords give the same requests)."""
 
 def replayed_tool_names(request: Mapping[str, Any]) -> list[str]:
     """The names of the ``toolUse`` blocks a request (or wire body) holds, in order, once each."""
-    names = (
-        block["name"]
-        for block in _tool_blocks(list_at(request, "messages"), "toolUse")
-        if isinstance(block.get("name"), str)
-    )
-    return missing_names(names, ())
+    return call_names(pieces(list_at(request, ITEMS)))
 
 
 def placeholder_tool(name: str) -> dict[str, Any]:
@@ -142,3 +133,93 @@ def placeholder_tool(name: str) -> dict[str, Any]:
 def placeholder_tools(request: Mapping[str, Any], offered: Sequence[str]) -> list[dict[str, Any]]:
     """Placeholder entries for every name the request replays that ``offered`` lacks."""
     return [placeholder_tool(name) for name in missing_names(replayed_tool_names(request), offered)]
+
+
+def pieces(items: Sequence[Mapping[str, Any]]) -> list[Piece]:
+    """The text, reasoning, ``toolUse`` and ``toolResult`` blocks of Converse messages, in order.
+
+    A call's arguments are editable unless its message carries reasoning (which may be signed).
+    """
+    found: list[Piece] = []
+    for index, message in enumerate(items):
+        assistant = message.get("role") == "assistant"
+        content = [block if isinstance(block, Mapping) else {} for block in list_at(message, "content")]
+        signed = any("reasoningContent" in block for block in content)
+        for slot, block in enumerate(content):
+            use, result, reasoning = (
+                block.get("toolUse"),
+                block.get("toolResult"),
+                block.get("reasoningContent"),
+            )
+            if isinstance(use, Mapping):
+                arguments = use.get("input")
+                found.append(
+                    Piece(
+                        index,
+                        slot,
+                        "call",
+                        _string(use.get("toolUseId")),
+                        _string(use.get("name")),
+                        arguments=arguments if isinstance(arguments, dict) else None,
+                        editable=not signed and isinstance(arguments, dict),
+                    )
+                )
+            elif isinstance(result, Mapping):
+                found.append(
+                    Piece(
+                        index,
+                        slot,
+                        "result",
+                        _string(result.get("toolUseId")),
+                        text=as_text(result.get("content")),
+                        error=result.get("status") == "error",
+                    )
+                )
+            elif isinstance(reasoning, Mapping):
+                text = reasoning.get("reasoningText")
+                if isinstance(text, Mapping) and isinstance(text.get("text"), str) and text["text"]:
+                    found.append(Piece(index, slot, "reasoning", text=text["text"]))
+            elif assistant and isinstance(block.get("text"), str):
+                found.append(Piece(index, slot, "prose", text=block["text"]))
+    return found
+
+
+def replace(item: Item, piece: Piece, content: str | dict[str, Any]) -> Item:
+    """A copy of ``item`` with the result (``content`` a note, as text) or the input of ``piece`` replaced."""
+    edited = list(item["content"])
+    if isinstance(content, str):
+        result = edited[piece.slot]["toolResult"]
+        edited[piece.slot] = {"toolResult": {**result, "content": [{"text": content}]}}
+    else:
+        use = edited[piece.slot]["toolUse"]
+        edited[piece.slot] = {"toolUse": {**use, "input": content}}
+    return {**item, "content": edited}
+
+
+def tool_results(calls: Sequence[Call], results: Sequence[ToolResult]) -> list[Item]:
+    """The user message answering ``calls``: one ``toolResult`` block each, in order (an object output
+    as a ``json`` block, anything else as text, a failure as text with status ``error``)."""
+    return [
+        {
+            "role": "user",
+            "content": [_result_block(call, result) for call, result in zip(calls, results, strict=True)],
+        }
+    ]
+
+
+def _result_block(call: Call, result: ToolResult) -> Block:
+    if result.error is not None:
+        content: list[Block] = [{"text": result.error or "error"}]
+    elif isinstance(result.output, Mapping):
+        content = [{"json": plain(result.output)}]
+    else:
+        text = (
+            result.output if isinstance(result.output, str) else json.dumps(result.output, ensure_ascii=False)
+        )
+        content = [{"text": text or NO_OUTPUT}]
+    status = "error" if result.error is not None else "success"
+    return {"toolResult": {"toolUseId": call.id, "content": content, "status": status}}
+
+
+def _string(value: object) -> str:
+    return value if isinstance(value, str) else ""

@@ -16,10 +16,11 @@ in the config::
 from __future__ import annotations
 
 import base64
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from functools import partial
 from typing import Any
 
+from turnmemory._text import compact_json
 from turnmemory.memory import Message
 from turnmemory.providers._build import (
     IncrementalFormatter,
@@ -27,6 +28,7 @@ from turnmemory.providers._build import (
     TurnFormat,
     turn_request,
 )
+from turnmemory.providers._read import Piece, PieceKind, call_names, piece_ids
 from turnmemory.providers._render import (
     PLACEHOLDER_DESCRIPTION,
     Block,
@@ -36,16 +38,22 @@ from turnmemory.providers._render import (
     missing_names,
     tool_name,
 )
+from turnmemory.providers._tools import Call, ToolResult, object_result, parse_output
 from turnmemory.replay import ArgumentPolicy, HistoricalCall, IdStyle
 
 __all__ = [
+    "ITEMS",
     "SKIP_THOUGHT_SIGNATURE",
+    "TURNS",
     "Formatter",
     "either_case",
+    "pieces",
     "placeholder_tool",
     "placeholder_tools",
+    "replace",
     "replayed_tool_names",
     "to_request",
+    "tool_results",
 ]
 
 SKIP_THOUGHT_SIGNATURE = base64.b64encode(b"skip_thought_signature_validator").decode("ascii")
@@ -72,27 +80,16 @@ def either_case(mapping: Mapping[str, Any], snake: str, camel: str) -> Any:
     return mapping[snake] if snake in mapping else mapping.get(camel)
 
 
-def _pending_ids(pending: Sequence[Item]) -> Iterator[str]:
-    for content in pending:
-        for part in list_at(content, "parts"):
-            if not isinstance(part, Mapping):
-                continue
-            for snake, camel in (
-                ("function_call", "functionCall"),
-                ("function_response", "functionResponse"),
-            ):
-                inner = either_case(part, snake, camel)
-                if isinstance(inner, Mapping) and isinstance(inner.get("id"), str):
-                    yield inner["id"]
+ITEMS = "contents"
+"""The request key of the content list."""
 
-
-_FORMAT = TurnFormat(
+TURNS = TurnFormat(
     assistant_role="model",
     content_key="parts",
     text=_text,
     call=_call,
     result=_result,
-    pending_ids=_pending_ids,
+    pending_ids=lambda pending: piece_ids(pieces(pending)),
     strip_final=False,
 )
 
@@ -120,7 +117,7 @@ def _request(
     arguments: ArgumentPolicy = "empty",
     id_style: IdStyle = "historical",
 ) -> dict[str, Any]:
-    systems, contents = turn_request(_FORMAT, messages, pending, Options(arguments, id_style), cache)
+    systems, contents = turn_request(TURNS, messages, pending, Options(arguments, id_style), cache)
     request: dict[str, Any] = {"contents": contents}
     if systems:
         request["system_instruction"] = {"parts": [_text(text) for text in systems]}
@@ -132,24 +129,9 @@ Formatter = partial(IncrementalFormatter, _request)
 rendered once; the same keywords give the same requests)."""
 
 
-def _function_calls(content: Mapping[str, Any]) -> Iterator[Mapping[str, Any]]:
-    for part in list_at(content, "parts"):
-        if isinstance(part, Mapping):
-            call = either_case(part, "function_call", "functionCall")
-            if isinstance(call, Mapping):
-                yield call
-
-
 def replayed_tool_names(request: Mapping[str, Any]) -> list[str]:
     """The names of the function calls a request (or camelCase wire body) holds, in order, once each."""
-    names = (
-        call["name"]
-        for content in list_at(request, "contents")
-        if isinstance(content, Mapping)
-        for call in _function_calls(content)
-        if isinstance(call.get("name"), str)
-    )
-    return missing_names(names, ())
+    return call_names(pieces(list_at(request, ITEMS)))
 
 
 def placeholder_tool(name: str) -> dict[str, Any]:
@@ -160,3 +142,103 @@ def placeholder_tool(name: str) -> dict[str, Any]:
 def placeholder_tools(request: Mapping[str, Any], offered: Sequence[str]) -> list[dict[str, Any]]:
     """Placeholder declarations for every name the request replays that ``offered`` lacks."""
     return [placeholder_tool(name) for name in missing_names(replayed_tool_names(request), offered)]
+
+
+def pieces(items: Sequence[Mapping[str, Any]]) -> list[Piece]:
+    """The text, thought, ``function_call`` and ``function_response`` parts of contents, in order.
+
+    Keys may be snake_case or camelCase. A response's text is its output as the model reads it: a
+    lone ``output`` (or ``result``, ``content``, ``text``, ``stdout``) is unwrapped, anything else is
+    compact JSON. Calls and responses without an id pair by name and order, as Gemini pairs them.
+    """
+    found: list[Piece] = []
+    for index, content in enumerate(items):
+        model = content.get("role") == "model"
+        parts = [part if isinstance(part, Mapping) else {} for part in list_at(content, "parts")]
+        signed = any(either_case(part, "thought_signature", "thoughtSignature") for part in parts)
+        for slot, part in enumerate(parts):
+            call = either_case(part, "function_call", "functionCall")
+            response = either_case(part, "function_response", "functionResponse")
+            if isinstance(call, Mapping):
+                arguments = call.get("args")
+                found.append(
+                    Piece(
+                        index,
+                        slot,
+                        "call",
+                        _string(call.get("id")),
+                        _string(call.get("name")),
+                        arguments=arguments if isinstance(arguments, dict) else None,
+                        editable=not signed and isinstance(arguments, dict),
+                    )
+                )
+            elif isinstance(response, Mapping):
+                body = response.get("response")
+                found.append(
+                    Piece(
+                        index,
+                        slot,
+                        "result",
+                        _string(response.get("id")),
+                        _string(response.get("name")),
+                        text=_output_text(body),
+                        error=object_result(body).error is not None,
+                    )
+                )
+            elif model and isinstance(part.get("text"), str) and part["text"]:
+                kind: PieceKind = "reasoning" if part.get("thought") is True else "prose"
+                found.append(Piece(index, slot, kind, text=part["text"]))
+    return found
+
+
+def replace(item: Item, piece: Piece, content: str | dict[str, Any]) -> Item:
+    """A copy of ``item`` with the response (``content`` a note) or the arguments of ``piece`` replaced."""
+    parts = list(item["parts"])
+    part = dict(parts[piece.slot])
+    snake, camel = (
+        ("function_response", "functionResponse")
+        if piece.kind == "result"
+        else ("function_call", "functionCall")
+    )
+    key = snake if snake in part else camel
+    if isinstance(content, str):
+        result = ToolResult(error=content) if piece.error else parse_output(content)
+        part[key] = {**part[key], "response": _response(result)}
+    else:
+        part[key] = {**part[key], "args": content}
+    parts[piece.slot] = part
+    return {**item, "parts": parts}
+
+
+def tool_results(calls: Sequence[Call], results: Sequence[ToolResult]) -> list[Item]:
+    """The user content answering ``calls``: one ``function_response`` part each, in order, with the
+    call's own id where it came with one."""
+    parts = []
+    for call, result in zip(calls, results, strict=True):
+        response: Item = {"name": call.name, "response": _response(result)}
+        if call.native is not None:
+            response["id"] = call.native
+        parts.append({"function_response": response})
+    return [{"role": "user", "parts": parts}]
+
+
+_TEXT_KEYS = ("output", "result", "content", "text", "stdout")
+
+
+def _output_text(body: object) -> str:
+    if isinstance(body, Mapping) and len(body) == 1 and next(iter(body)) in _TEXT_KEYS:
+        body = next(iter(body.values()))
+    return body if isinstance(body, str) else compact_json(body)
+
+
+def _response(result: ToolResult) -> Item:
+    """A function response object: the output (wrapped as ``{"output": ...}`` unless an object), or the error."""
+    if result.error is not None:
+        return {"error": result.error or "error"}
+    if isinstance(result.output, dict):
+        return result.output
+    return {"output": result.output}
+
+
+def _string(value: object) -> str:
+    return value if isinstance(value, str) else ""

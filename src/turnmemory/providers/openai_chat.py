@@ -14,7 +14,8 @@ Phi-4-mini, 9-character alphanumeric ids and strict user/assistant alternation f
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+import json
+from collections.abc import Mapping, Sequence
 from functools import partial
 from typing import Any
 
@@ -25,38 +26,55 @@ from turnmemory.providers._build import (
     item_request,
 )
 from turnmemory.providers._families import Family, family
+from turnmemory.providers._read import Piece, as_text, call_names, piece_ids, prose_text
 from turnmemory.providers._render import (
     PLACEHOLDER_DESCRIPTION,
-    Block,
     Item,
     Options,
     cached_json,
+    list_at,
     missing_names,
     replay_steps,
     tool_name,
 )
+from turnmemory.providers._tools import Call, ToolResult, is_error_text, parse_arguments, result_text
 from turnmemory.replay import ArgumentPolicy, HistoricalCall, IdStyle
 
 __all__ = [
+    "ITEMS",
     "MAX_ID",
+    "REASONING_KEYS",
+    "TURNS",
     "Family",
     "Formatter",
     "family",
+    "pieces",
     "placeholder_tool",
     "placeholder_tools",
+    "replace",
     "replayed_tool_names",
     "to_request",
+    "tool_results",
 ]
 
 MAX_ID = 40
 """The longest ``tool_calls[].id`` OpenAI accepts."""
 
+ITEMS = "messages"
+"""The request key of the message list."""
 
-def _render(message: Message, message_index: int, options: Options, taken: set[str]) -> tuple[Block, ...]:
+TURNS = None
+"""Chat Completions is an item format: no turns merge."""
+
+REASONING_KEYS = ("reasoning_content", "reasoning")
+"""Where compatible servers put reasoning text beside an assistant message's content, in order of preference."""
+
+
+def _render(message: Message, message_index: int, options: Options, taken: set[str]) -> tuple[Item, ...]:
     """The message as Chat messages: a pure function of its arguments (and ``taken``)."""
     if message.role != "assistant":
         return ({"role": message.role, "content": message.content},)
-    out: list[Block] = []
+    out: list[Item] = []
     for step in replay_steps(message, message_index, options, taken):
         text = step.text
         if text and (not step.calls or options.prose_apart):
@@ -77,9 +95,9 @@ def _render(message: Message, message_index: int, options: Options, taken: set[s
     return tuple(out)
 
 
-def _calls_message(text: str, calls: Sequence[HistoricalCall], options: Options) -> Block:
+def _calls_message(text: str, calls: Sequence[HistoricalCall], options: Options) -> Item:
     """An assistant message holding ``calls`` (and ``text``, when there is prose before them)."""
-    assistant: Block = {"role": "assistant"}
+    assistant: Item = {"role": "assistant"}
     if text or options.alternating:
         assistant["content"] = text
     assistant["tool_calls"] = [
@@ -91,15 +109,6 @@ def _calls_message(text: str, calls: Sequence[HistoricalCall], options: Options)
         for call in calls
     ]
     return assistant
-
-
-def _pending_ids(pending: Sequence[Item]) -> Iterator[str]:
-    for message in pending:
-        if isinstance(message.get("tool_call_id"), str):
-            yield message["tool_call_id"]
-        for call in _tool_calls(message):
-            if isinstance(call.get("id"), str):
-                yield call["id"]
 
 
 def _tool_calls(message: Mapping[str, Any]) -> list[Mapping[str, Any]]:
@@ -159,7 +168,9 @@ def _request(
     model: str | None = None,
 ) -> dict[str, Any]:
     options = _options(arguments, id_style, single_calls, model)
-    _, items = item_request(messages, pending, options, _render, _pending_ids, cache)
+    _, items = item_request(
+        messages, pending, options, _render, lambda items: piece_ids(pieces(items)), cache
+    )
     if (
         options.alternating
         and len(items) > 1
@@ -178,15 +189,7 @@ rendered once; the same keywords give the same requests)."""
 
 def replayed_tool_names(request: Mapping[str, Any]) -> list[str]:
     """The function names of the ``tool_calls`` a request (or wire body) holds, in order, once each."""
-    messages = request.get("messages")
-    names = (
-        call["function"]["name"]
-        for message in (messages if isinstance(messages, list) else ())
-        if isinstance(message, Mapping)
-        for call in _tool_calls(message)
-        if isinstance(call.get("function"), Mapping) and isinstance(call["function"].get("name"), str)
-    )
-    return missing_names(names, ())
+    return call_names(pieces(list_at(request, ITEMS)))
 
 
 def placeholder_tool(name: str) -> dict[str, Any]:
@@ -204,3 +207,85 @@ def placeholder_tool(name: str) -> dict[str, Any]:
 def placeholder_tools(request: Mapping[str, Any], offered: Sequence[str]) -> list[dict[str, Any]]:
     """Placeholder definitions for every name the request replays that ``offered`` lacks."""
     return [placeholder_tool(name) for name in missing_names(replayed_tool_names(request), offered)]
+
+
+def pieces(items: Sequence[Mapping[str, Any]]) -> list[Piece]:
+    """The reasoning, prose, ``tool_calls`` and ``tool`` messages of Chat Completions messages, in order.
+
+    A ``tool`` message reads as failed when it says so (``status``, ``is_error``) or holds
+    ``{"error": ...}``, as :func:`tool_results` writes failures.
+    """
+    found: list[Piece] = []
+    for index, message in enumerate(items):
+        role = message.get("role")
+        if role == "tool":
+            text = as_text(message.get("content"))
+            failed = message.get("status") == "error" or message.get("is_error") is True
+            call_id = message.get("tool_call_id")
+            found.append(
+                Piece(
+                    index,
+                    0,
+                    "result",
+                    call_id if isinstance(call_id, str) else "",
+                    text=text,
+                    error=failed or is_error_text(text),
+                )
+            )
+            continue
+        if role != "assistant":
+            continue
+        found.extend(
+            Piece(index, 0, "reasoning", text=message[key])
+            for key in REASONING_KEYS
+            if isinstance(message.get(key), str) and message[key]
+        )
+        prose = prose_text(message.get("content"))
+        if prose:
+            found.append(Piece(index, 0, "prose", text=prose))
+        for slot, call in enumerate(_tool_calls(message)):
+            function = call.get("function")
+            if not isinstance(function, Mapping):
+                continue
+            raw = function.get("arguments")
+            arguments = (
+                parse_arguments(raw) if isinstance(raw, str) else raw if isinstance(raw, dict) else None
+            )
+            call_id, name = call.get("id"), function.get("name")
+            found.append(
+                Piece(
+                    index,
+                    slot,
+                    "call",
+                    call_id if isinstance(call_id, str) else "",
+                    name if isinstance(name, str) else "",
+                    arguments=arguments,
+                    raw=raw if isinstance(raw, str) else "",
+                    editable=arguments is not None,
+                )
+            )
+    return found
+
+
+def replace(item: Item, piece: Piece, content: str | dict[str, Any]) -> Item:
+    """A copy of ``item`` with the result (``content`` a note) or the arguments of ``piece`` replaced."""
+    if isinstance(content, str):
+        return {
+            **item,
+            "content": result_text(ToolResult(error=content), flagged=False) if piece.error else content,
+        }
+    calls = list(item["tool_calls"])
+    call = calls[piece.slot]
+    calls[piece.slot] = {
+        **call,
+        "function": {**call["function"], "arguments": json.dumps(content, ensure_ascii=False)},
+    }
+    return {**item, "tool_calls": calls}
+
+
+def tool_results(calls: Sequence[Call], results: Sequence[ToolResult]) -> list[Item]:
+    """One ``tool`` message per call, in order; a failure as ``{"error": message}``."""
+    return [
+        {"role": "tool", "tool_call_id": call.id, "content": result_text(result, flagged=False)}
+        for call, result in zip(calls, results, strict=True)
+    ]

@@ -9,7 +9,8 @@ Prose becomes easy-input ``message`` items; each historical batch becomes ``func
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+import json
+from collections.abc import Mapping, Sequence
 from functools import partial
 from typing import Any
 
@@ -19,9 +20,9 @@ from turnmemory.providers._build import (
     RequestCache,
     item_request,
 )
+from turnmemory.providers._read import Piece, as_text, call_names, piece_ids, prose_text
 from turnmemory.providers._render import (
     PLACEHOLDER_DESCRIPTION,
-    Block,
     Item,
     Options,
     cached_json,
@@ -30,31 +31,43 @@ from turnmemory.providers._render import (
     replay_steps,
     tool_name,
 )
+from turnmemory.providers._tools import Call, ToolResult, is_error_text, parse_arguments, result_text
 from turnmemory.replay import ArgumentPolicy, IdStyle
 
 __all__ = [
+    "ITEMS",
     "MAX_CALL_ID",
+    "TURNS",
     "Formatter",
+    "pieces",
     "placeholder_tool",
     "placeholder_tools",
+    "replace",
     "replayed_tool_names",
     "to_request",
+    "tool_results",
 ]
 
 MAX_CALL_ID = 64
 """The longest ``call_id`` the Responses API accepts."""
 
+ITEMS = "input"
+"""The request key of the item list."""
 
-def _message(role: str, content: str) -> Block:
+TURNS = None
+"""Responses is an item format: no turns merge."""
+
+
+def _message(role: str, content: str) -> Item:
     return {"type": "message", "role": role, "content": content}
 
 
-def _render(message: Message, message_index: int, options: Options, taken: set[str]) -> tuple[Block, ...]:
+def _render(message: Message, message_index: int, options: Options, taken: set[str]) -> tuple[Item, ...]:
     if message.role == "system":
         return ()
     if message.role == "user":
         return (_message("user", message.content),)
-    out: list[Block] = []
+    out: list[Item] = []
     for step in replay_steps(message, message_index, options, taken):
         if step.text:
             out.append(_message("assistant", step.text))
@@ -72,14 +85,6 @@ def _render(message: Message, message_index: int, options: Options, taken: set[s
             for call in step.calls
         )
     return tuple(out)
-
-
-def _pending_ids(pending: Sequence[Item]) -> Iterator[str]:
-    for item in pending:
-        if item.get("type") in ("function_call", "function_call_output") and isinstance(
-            item.get("call_id"), str
-        ):
-            yield item["call_id"]
 
 
 def to_request(
@@ -105,7 +110,9 @@ def _request(
     id_style: IdStyle = "historical",
 ) -> dict[str, Any]:
     options = Options(arguments, id_style)
-    systems, items = item_request(messages, pending, options, _render, _pending_ids, cache)
+    systems, items = item_request(
+        messages, pending, options, _render, lambda items: piece_ids(pieces(items)), cache
+    )
     request: dict[str, Any] = {"input": items}
     if systems:
         request["instructions"] = "\n\n".join(systems)
@@ -119,14 +126,7 @@ rendered once; the same keywords give the same requests)."""
 
 def replayed_tool_names(request: Mapping[str, Any]) -> list[str]:
     """The names of the ``function_call`` items a request (or wire body) holds, in order, once each."""
-    names = (
-        item["name"]
-        for item in list_at(request, "input")
-        if isinstance(item, Mapping)
-        and item.get("type") == "function_call"
-        and isinstance(item.get("name"), str)
-    )
-    return missing_names(names, ())
+    return call_names(pieces(list_at(request, ITEMS)))
 
 
 def placeholder_tool(name: str) -> dict[str, Any]:
@@ -143,3 +143,70 @@ def placeholder_tool(name: str) -> dict[str, Any]:
 def placeholder_tools(request: Mapping[str, Any], offered: Sequence[str]) -> list[dict[str, Any]]:
     """Placeholder definitions for every name the request replays that ``offered`` lacks."""
     return [placeholder_tool(name) for name in missing_names(replayed_tool_names(request), offered)]
+
+
+def pieces(items: Sequence[Mapping[str, Any]]) -> list[Piece]:
+    """The assistant messages, reasoning summaries, calls and call outputs of Responses items, in order.
+
+    ``custom_tool_call`` items read as calls with ``{"input": ...}`` arguments, never editable; a
+    ``function_call`` is not editable after encrypted reasoning of the same response.
+    """
+    found: list[Piece] = []
+    signed = False
+    for index, item in enumerate(items):
+        kind, role = item.get("type", "message"), item.get("role")
+        call_id = item.get("call_id")
+        call_id = call_id if isinstance(call_id, str) else ""
+        if kind == "message" and role == "assistant":
+            prose = prose_text(item.get("content"))
+            if prose:
+                found.append(Piece(index, 0, "prose", text=prose))
+        elif kind == "reasoning":
+            signed = signed or bool(item.get("encrypted_content"))
+            summary = as_text(item.get("summary"))
+            if summary:
+                found.append(Piece(index, 0, "reasoning", text=summary))
+        elif kind in ("function_call", "custom_tool_call"):
+            name = item.get("name")
+            raw = item.get("arguments") if kind == "function_call" else item.get("input")
+            if kind == "function_call":
+                arguments = parse_arguments(raw) if isinstance(raw, str) else None
+            else:
+                arguments = {"input": raw}
+            found.append(
+                Piece(
+                    index,
+                    0,
+                    "call",
+                    call_id,
+                    name if isinstance(name, str) else "",
+                    arguments=arguments,
+                    raw=raw if isinstance(raw, str) else "",
+                    editable=kind == "function_call" and arguments is not None and not signed,
+                )
+            )
+        elif kind in ("function_call_output", "custom_tool_call_output"):
+            signed = False
+            text = as_text(item.get("output"))
+            found.append(Piece(index, 0, "result", call_id, text=text, error=is_error_text(text)))
+        elif role != "assistant":
+            signed = False
+    return found
+
+
+def replace(item: Item, piece: Piece, content: str | dict[str, Any]) -> Item:
+    """A copy of ``item`` with the output (``content`` a note) or the arguments of ``piece`` replaced."""
+    if isinstance(content, str):
+        return {
+            **item,
+            "output": result_text(ToolResult(error=content), flagged=False) if piece.error else content,
+        }
+    return {**item, "arguments": json.dumps(content, ensure_ascii=False)}
+
+
+def tool_results(calls: Sequence[Call], results: Sequence[ToolResult]) -> list[Item]:
+    """One ``function_call_output`` item per call, in order; a failure as ``{"error": message}``."""
+    return [
+        {"type": "function_call_output", "call_id": call.id, "output": result_text(result, flagged=False)}
+        for call, result in zip(calls, results, strict=True)
+    ]
