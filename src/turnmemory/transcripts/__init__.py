@@ -13,7 +13,7 @@ reported in one readable line (``ImportedSession.problems``) and skipped. Tool c
         message, recorder = replay_turn(session.turns[0], session.workspace)
 """
 
-from turnmemory.transcripts._build import as_text
+from turnmemory.providers._read import as_text
 from turnmemory.transcripts._detect import FORMATS, detect_format, discover, load_session
 from turnmemory.transcripts._model import (
     Event,

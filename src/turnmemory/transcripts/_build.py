@@ -17,7 +17,6 @@ __all__ = [
     "MAX_LINE_BYTES",
     "MAX_PROBLEMS",
     "SessionBuilder",
-    "as_text",
     "mapping",
     "open_regular",
     "read_json",
@@ -195,32 +194,6 @@ def read_json(path: Path) -> Any:
         raise ValueError(f"{path.name}: not valid JSON ({_short(error)})") from None
     except RecursionError:
         raise ValueError(f"{path.name}: JSON nested too deeply") from None
-
-
-def as_text(content: Any) -> str:
-    """Text of a message or result content: a string, or text blocks joined (images as ``[image]``,
-    JSON blocks as their JSON)."""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, Mapping):
-        content = [content]
-    if not isinstance(content, list):
-        return "" if content is None else json.dumps(content, ensure_ascii=False)
-    parts: list[str] = []
-    for block in content:
-        if isinstance(block, str):
-            parts.append(block)
-        elif isinstance(block, Mapping):
-            text = block.get("text")
-            if isinstance(text, str):
-                parts.append(text)
-            elif block.get("type") in ("image", "image_url", "input_image"):
-                parts.append("[image]")
-            elif isinstance(block.get("json"), Mapping | list):  # a Bedrock json result block
-                parts.append(json.dumps(block["json"], ensure_ascii=False))
-            elif "content" in block:
-                parts.append(as_text(block["content"]))
-    return "\n".join(parts)
 
 
 def mapping(value: Any) -> Mapping[str, Any]:

@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from turnmemory._text import compact_json
-from turnmemory.transcripts._build import SessionBuilder, as_text, read_json
+from turnmemory.providers._read import as_text
+from turnmemory.transcripts._build import SessionBuilder, read_json
 from turnmemory.transcripts._model import ImportedSession, IterationEnd, Prose, ToolCall, ToolResult
 from turnmemory.transcripts._tools import exit_code_in
 

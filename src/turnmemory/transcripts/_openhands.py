@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from turnmemory._text import compact_json
-from turnmemory.transcripts._build import SessionBuilder, as_text, mapping, read_json
+from turnmemory.providers._read import as_text
+from turnmemory.transcripts._build import SessionBuilder, mapping, read_json
 from turnmemory.transcripts._model import ImportedSession, IterationEnd, Prose, ToolCall, ToolResult
 
 __all__ = ["FORMAT", "load_openhands", "openhands_tool"]
