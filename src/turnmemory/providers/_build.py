@@ -10,22 +10,27 @@ build function, for one conversation.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Concatenate, Generic, ParamSpec, TypeVar
+from typing import Any, Concatenate, Generic, ParamSpec, Protocol, TypeVar
 
 from turnmemory.memory import Message
+from turnmemory.providers._read import Piece, piece_ids
 from turnmemory.providers._render import Block, Item, Options, is_blank, replay_steps
-from turnmemory.replay import HistoricalCall
+from turnmemory.replay import ArgumentPolicy, HistoricalCall, IdStyle
 
 __all__ = [
+    "Assemble",
+    "Build",
     "IncrementalFormatter",
     "ItemBuild",
     "RequestCache",
+    "Shape",
     "TurnBuild",
     "TurnFormat",
     "build_request",
     "item_request",
+    "standard_build",
     "turn_request",
 ]
 
@@ -99,7 +104,8 @@ class TurnFormat:
     call: Callable[[HistoricalCall, bool], Block]
     """A call block; the flag is true for the first call of its batch."""
     result: Callable[[HistoricalCall], Block]
-    pending_ids: Callable[[Sequence[Item]], Iterable[str]]
+    pieces: Callable[[Sequence[Item]], list[Piece]]
+    """The wire's reader (the ids of pending calls and results are read with it)."""
     strip_final: bool
     """Whether a request that ends with an assistant turn must not end in whitespace."""
 
@@ -237,7 +243,7 @@ def build_request(
     pending: Sequence[Item] | None,
     options: Options,
     new: Callable[[], B],
-    pending_ids: Callable[[Sequence[Item]], Iterable[str]],
+    pieces: Callable[[Sequence[Item]], list[Piece]],
     cache: RequestCache | None = None,
 ) -> tuple[B, B]:
     """Feed a whole request into builders: one for the history, one (its ``tail``) for what follows.
@@ -249,7 +255,7 @@ def build_request(
     rendered.
     """
     items = _checked_pending(pending)
-    taken = set(pending_ids(items))
+    taken = set(piece_ids(pieces(items)))
     if messages:
         _message(messages, len(messages) - 1)
     final = _final_user(messages)
@@ -272,11 +278,11 @@ def item_request(
     pending: Sequence[Item] | None,
     options: Options,
     render: Callable[[Message, int, Options, set[str]], Sequence[Item]],
-    pending_ids: Callable[[Sequence[Item]], Iterable[str]],
+    pieces: Callable[[Sequence[Item]], list[Piece]],
     cache: RequestCache | None = None,
 ) -> tuple[list[str], list[Item]]:
     """System texts and items of a format without role merging (OpenAI Chat, Responses)."""
-    build, tail = build_request(messages, pending, options, lambda: ItemBuild(render), pending_ids, cache)
+    build, tail = build_request(messages, pending, options, lambda: ItemBuild(render), pieces, cache)
     return build.joined(tail)
 
 
@@ -288,8 +294,52 @@ def turn_request(
     cache: RequestCache | None = None,
 ) -> tuple[list[str], list[Item]]:
     """System texts and alternating turns of a turn-based format (Anthropic, Gemini, Bedrock)."""
-    build, tail = build_request(messages, pending, options, lambda: TurnBuild(fmt), fmt.pending_ids, cache)
+    build, tail = build_request(messages, pending, options, lambda: TurnBuild(fmt), fmt.pieces, cache)
     return build.joined(tail, strip_final=fmt.strip_final and not pending)
+
+
+Shape = Callable[[list[str], list[Item]], dict[str, Any]]
+"""How a wire lays out a request: its system texts and its item list as the request's keys."""
+
+
+class StandardBuild(Protocol):
+    """A wire's build function with the standard keywords: its ``to_request`` with a cache."""
+
+    def __call__(
+        self,
+        messages: Sequence[Message],
+        cache: RequestCache | None,
+        /,
+        *,
+        pending: Sequence[Item] | None = None,
+        arguments: ArgumentPolicy = "empty",
+        id_style: IdStyle = "historical",
+    ) -> dict[str, Any]:
+        """The request for ``messages`` (resuming ``cache`` when given)."""
+
+
+Assemble = Callable[
+    [Sequence[Message], Sequence[Item] | None, Options, "RequestCache | None"], tuple[list[str], list[Item]]
+]
+"""How a wire assembles a request: ``(messages, pending, options, cache) -> (system texts, items)``."""
+
+
+def standard_build(assemble: Assemble, shape: Shape) -> StandardBuild:
+    """The build function of a wire with the standard keywords: ``assemble`` (``turn_request`` with its
+    turn format, or ``item_request`` with its renderer), its result laid out by ``shape``."""
+
+    def build(
+        messages: Sequence[Message],
+        cache: RequestCache | None,
+        /,
+        *,
+        pending: Sequence[Item] | None = None,
+        arguments: ArgumentPolicy = "empty",
+        id_style: IdStyle = "historical",
+    ) -> dict[str, Any]:
+        return shape(*assemble(messages, pending, Options(arguments, id_style), cache))
+
+    return build
 
 
 def _may_collide(taken: set[str], options: Options) -> bool:

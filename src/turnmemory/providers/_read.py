@@ -17,7 +17,7 @@ from turnmemory._text import compact_json
 from turnmemory.providers._tools import ToolResult
 from turnmemory.segments import TurnRecorder
 
-__all__ = ["Piece", "PieceKind", "as_text", "call_names", "piece_ids", "prose_text", "record"]
+__all__ = ["Piece", "PieceKind", "as_string", "as_text", "call_names", "piece_ids", "prose_text", "record"]
 
 PieceKind = Literal["prose", "reasoning", "call", "result"]
 
@@ -46,6 +46,11 @@ class Piece:
     raw: str = ""
     error: bool = False
     editable: bool = True
+
+
+def as_string(value: object) -> str:
+    """``value`` when it is a string (an id or a name in a request body may be anything), else ``""``."""
+    return value if isinstance(value, str) else ""
 
 
 def as_text(content: Any) -> str:

@@ -19,16 +19,15 @@ from typing import Any
 from turnmemory.memory import Message
 from turnmemory.providers._build import (
     IncrementalFormatter,
-    RequestCache,
     TurnFormat,
+    standard_build,
     turn_request,
 )
-from turnmemory.providers._read import Piece, as_text, call_names, piece_ids
+from turnmemory.providers._read import Piece, as_string, as_text, call_names
 from turnmemory.providers._render import (
     PLACEHOLDER_DESCRIPTION,
     Block,
     Item,
-    Options,
     cached_json,
     list_at,
     missing_names,
@@ -84,7 +83,7 @@ TURNS = TurnFormat(
     text=_text,
     call=_call,
     result=_result,
-    pending_ids=lambda pending: piece_ids(pieces(pending)),
+    pieces=lambda items: pieces(items),
     strip_final=True,
 )
 
@@ -100,19 +99,13 @@ def to_request(
     return _request(messages, None, pending=pending, arguments=arguments, id_style=id_style)
 
 
-def _request(
-    messages: Sequence[Message],
-    cache: RequestCache | None,
-    *,
-    pending: Sequence[Item] | None = None,
-    arguments: ArgumentPolicy = "empty",
-    id_style: IdStyle = "historical",
-) -> dict[str, Any]:
-    systems, turns = turn_request(TURNS, messages, pending, Options(arguments, id_style), cache)
+def _shape(systems: list[str], turns: list[Item]) -> dict[str, Any]:
     request: dict[str, Any] = {"system": [_text(text) for text in systems]} if systems else {}
     request["messages"] = turns
     return request
 
+
+_request = standard_build(partial(turn_request, TURNS), _shape)
 
 Formatter = partial(IncrementalFormatter, _request)
 """``Formatter()``: :func:`to_request` for one conversation, built incrementally (each historical message is
@@ -161,8 +154,8 @@ def pieces(items: Sequence[Mapping[str, Any]]) -> list[Piece]:
                         index,
                         slot,
                         "call",
-                        _string(block.get("id")),
-                        _string(block.get("name")),
+                        as_string(block.get("id")),
+                        as_string(block.get("name")),
                         arguments=arguments if isinstance(arguments, dict) else None,
                         editable=not signed and isinstance(arguments, dict),
                     )
@@ -173,7 +166,7 @@ def pieces(items: Sequence[Mapping[str, Any]]) -> list[Piece]:
                         index,
                         slot,
                         "result",
-                        _string(block.get("tool_use_id")),
+                        as_string(block.get("tool_use_id")),
                         text=as_text(block.get("content")),
                         error=block.get("is_error") is True,
                     )
@@ -201,7 +194,3 @@ def tool_results(calls: Sequence[Call], results: Sequence[ToolResult]) -> list[I
             block["is_error"] = True
         content.append(block)
     return [{"role": "user", "content": content}]
-
-
-def _string(value: object) -> str:
-    return value if isinstance(value, str) else ""

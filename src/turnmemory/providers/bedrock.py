@@ -20,16 +20,15 @@ from typing import Any
 from turnmemory.memory import Message
 from turnmemory.providers._build import (
     IncrementalFormatter,
-    RequestCache,
     TurnFormat,
+    standard_build,
     turn_request,
 )
-from turnmemory.providers._read import Piece, as_text, call_names, piece_ids
+from turnmemory.providers._read import Piece, as_string, as_text, call_names
 from turnmemory.providers._render import (
     PLACEHOLDER_DESCRIPTION,
     Block,
     Item,
-    Options,
     list_at,
     missing_names,
     tool_name,
@@ -78,7 +77,7 @@ TURNS = TurnFormat(
     text=_text,
     call=_call,
     result=_result,
-    pending_ids=lambda pending: piece_ids(pieces(pending)),
+    pieces=lambda items: pieces(items),
     strip_final=True,
 )
 
@@ -94,20 +93,14 @@ def to_request(
     return _request(messages, None, pending=pending, arguments=arguments, id_style=id_style)
 
 
-def _request(
-    messages: Sequence[Message],
-    cache: RequestCache | None,
-    *,
-    pending: Sequence[Item] | None = None,
-    arguments: ArgumentPolicy = "empty",
-    id_style: IdStyle = "historical",
-) -> dict[str, Any]:
-    systems, turns = turn_request(TURNS, messages, pending, Options(arguments, id_style), cache)
+def _shape(systems: list[str], turns: list[Item]) -> dict[str, Any]:
     request: dict[str, Any] = {"messages": turns}
     if systems:
         request["system"] = [_text(text) for text in systems]
     return request
 
+
+_request = standard_build(partial(turn_request, TURNS), _shape)
 
 Formatter = partial(IncrementalFormatter, _request)
 """``Formatter()``: :func:`to_request` for one conversation, built incrementally (each historical message is
@@ -158,8 +151,8 @@ def pieces(items: Sequence[Mapping[str, Any]]) -> list[Piece]:
                         index,
                         slot,
                         "call",
-                        _string(use.get("toolUseId")),
-                        _string(use.get("name")),
+                        as_string(use.get("toolUseId")),
+                        as_string(use.get("name")),
                         arguments=arguments if isinstance(arguments, dict) else None,
                         editable=not signed and isinstance(arguments, dict),
                     )
@@ -170,7 +163,7 @@ def pieces(items: Sequence[Mapping[str, Any]]) -> list[Piece]:
                         index,
                         slot,
                         "result",
-                        _string(result.get("toolUseId")),
+                        as_string(result.get("toolUseId")),
                         text=as_text(result.get("content")),
                         error=result.get("status") == "error",
                     )
@@ -219,7 +212,3 @@ def _result_block(call: Call, result: ToolResult) -> Block:
         content = [{"text": text or NO_OUTPUT}]
     status = "error" if result.error is not None else "success"
     return {"toolResult": {"toolUseId": call.id, "content": content, "status": status}}
-
-
-def _string(value: object) -> str:
-    return value if isinstance(value, str) else ""

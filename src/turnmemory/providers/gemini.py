@@ -24,16 +24,15 @@ from turnmemory._text import compact_json
 from turnmemory.memory import Message
 from turnmemory.providers._build import (
     IncrementalFormatter,
-    RequestCache,
     TurnFormat,
+    standard_build,
     turn_request,
 )
-from turnmemory.providers._read import Piece, PieceKind, call_names, piece_ids
+from turnmemory.providers._read import Piece, PieceKind, as_string, call_names
 from turnmemory.providers._render import (
     PLACEHOLDER_DESCRIPTION,
     Block,
     Item,
-    Options,
     list_at,
     missing_names,
     tool_name,
@@ -89,7 +88,7 @@ TURNS = TurnFormat(
     text=_text,
     call=_call,
     result=_result,
-    pending_ids=lambda pending: piece_ids(pieces(pending)),
+    pieces=lambda items: pieces(items),
     strip_final=False,
 )
 
@@ -109,20 +108,14 @@ def to_request(
     return _request(messages, None, pending=pending, arguments=arguments, id_style=id_style)
 
 
-def _request(
-    messages: Sequence[Message],
-    cache: RequestCache | None,
-    *,
-    pending: Sequence[Item] | None = None,
-    arguments: ArgumentPolicy = "empty",
-    id_style: IdStyle = "historical",
-) -> dict[str, Any]:
-    systems, contents = turn_request(TURNS, messages, pending, Options(arguments, id_style), cache)
+def _shape(systems: list[str], contents: list[Item]) -> dict[str, Any]:
     request: dict[str, Any] = {"contents": contents}
     if systems:
         request["system_instruction"] = {"parts": [_text(text) for text in systems]}
     return request
 
+
+_request = standard_build(partial(turn_request, TURNS), _shape)
 
 Formatter = partial(IncrementalFormatter, _request)
 """``Formatter()``: :func:`to_request` for one conversation, built incrementally (each historical message is
@@ -166,8 +159,8 @@ def pieces(items: Sequence[Mapping[str, Any]]) -> list[Piece]:
                         index,
                         slot,
                         "call",
-                        _string(call.get("id")),
-                        _string(call.get("name")),
+                        as_string(call.get("id")),
+                        as_string(call.get("name")),
                         arguments=arguments if isinstance(arguments, dict) else None,
                         editable=not signed and isinstance(arguments, dict),
                     )
@@ -179,8 +172,8 @@ def pieces(items: Sequence[Mapping[str, Any]]) -> list[Piece]:
                         index,
                         slot,
                         "result",
-                        _string(response.get("id")),
-                        _string(response.get("name")),
+                        as_string(response.get("id")),
+                        as_string(response.get("name")),
                         text=_output_text(body),
                         error=object_result(body).error is not None,
                     )
@@ -238,7 +231,3 @@ def _response(result: ToolResult) -> Item:
     if isinstance(result.output, dict):
         return result.output
     return {"output": result.output}
-
-
-def _string(value: object) -> str:
-    return value if isinstance(value, str) else ""

@@ -26,7 +26,7 @@ from turnmemory.providers._build import (
     item_request,
 )
 from turnmemory.providers._families import Family, family
-from turnmemory.providers._read import Piece, as_text, call_names, piece_ids, prose_text
+from turnmemory.providers._read import Piece, as_string, as_text, call_names, prose_text
 from turnmemory.providers._render import (
     PLACEHOLDER_DESCRIPTION,
     Item,
@@ -168,9 +168,7 @@ def _request(
     model: str | None = None,
 ) -> dict[str, Any]:
     options = _options(arguments, id_style, single_calls, model)
-    _, items = item_request(
-        messages, pending, options, _render, lambda items: piece_ids(pieces(items)), cache
-    )
+    _, items = item_request(messages, pending, options, _render, lambda items: pieces(items), cache)
     if (
         options.alternating
         and len(items) > 1
@@ -227,7 +225,7 @@ def pieces(items: Sequence[Mapping[str, Any]]) -> list[Piece]:
                     index,
                     0,
                     "result",
-                    call_id if isinstance(call_id, str) else "",
+                    as_string(call_id),
                     text=text,
                     error=failed or is_error_text(text),
                 )
@@ -257,8 +255,8 @@ def pieces(items: Sequence[Mapping[str, Any]]) -> list[Piece]:
                     index,
                     slot,
                     "call",
-                    call_id if isinstance(call_id, str) else "",
-                    name if isinstance(name, str) else "",
+                    as_string(call_id),
+                    as_string(name),
                     arguments=arguments,
                     raw=raw if isinstance(raw, str) else "",
                     editable=arguments is not None,

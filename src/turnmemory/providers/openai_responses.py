@@ -19,8 +19,9 @@ from turnmemory.providers._build import (
     IncrementalFormatter,
     RequestCache,
     item_request,
+    standard_build,
 )
-from turnmemory.providers._read import Piece, as_text, call_names, piece_ids, prose_text
+from turnmemory.providers._read import Piece, as_string, as_text, call_names, prose_text
 from turnmemory.providers._render import (
     PLACEHOLDER_DESCRIPTION,
     Item,
@@ -101,23 +102,20 @@ def to_request(
     return _request(messages, None, pending=pending, arguments=arguments, id_style=id_style)
 
 
-def _request(
-    messages: Sequence[Message],
-    cache: RequestCache | None,
-    *,
-    pending: Sequence[Item] | None = None,
-    arguments: ArgumentPolicy = "empty",
-    id_style: IdStyle = "historical",
-) -> dict[str, Any]:
-    options = Options(arguments, id_style)
-    systems, items = item_request(
-        messages, pending, options, _render, lambda items: piece_ids(pieces(items)), cache
-    )
+def _shape(systems: list[str], items: list[Item]) -> dict[str, Any]:
     request: dict[str, Any] = {"input": items}
     if systems:
         request["instructions"] = "\n\n".join(systems)
     return request
 
+
+def _assemble(
+    messages: Sequence[Message], pending: Sequence[Item] | None, options: Options, cache: RequestCache | None
+) -> tuple[list[str], list[Item]]:
+    return item_request(messages, pending, options, _render, lambda items: pieces(items), cache)
+
+
+_request = standard_build(_assemble, _shape)
 
 Formatter = partial(IncrementalFormatter, _request)
 """``Formatter()``: :func:`to_request` for one conversation, built incrementally (each historical message is
@@ -156,7 +154,7 @@ def pieces(items: Sequence[Mapping[str, Any]]) -> list[Piece]:
     for index, item in enumerate(items):
         kind, role = item.get("type", "message"), item.get("role")
         call_id = item.get("call_id")
-        call_id = call_id if isinstance(call_id, str) else ""
+        call_id = as_string(call_id)
         if kind == "message" and role == "assistant":
             prose = prose_text(item.get("content"))
             if prose:
@@ -179,7 +177,7 @@ def pieces(items: Sequence[Mapping[str, Any]]) -> list[Piece]:
                     0,
                     "call",
                     call_id,
-                    name if isinstance(name, str) else "",
+                    as_string(name),
                     arguments=arguments,
                     raw=raw if isinstance(raw, str) else "",
                     editable=kind == "function_call" and arguments is not None and not signed,
