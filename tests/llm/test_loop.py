@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 import turnmemory as tm
 from turnmemory.llm import Event, RetryPolicy, ToolResult, ToolSpec, Usage, record
-from turnmemory.llm._loop import Client
+from turnmemory.llm._client import Client
 from turnmemory.llm._retry import Failure
 from turnmemory.llm._sdk import Completion, Settings
 from turnmemory.providers._read import Piece

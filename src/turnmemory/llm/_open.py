@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from turnmemory.llm._loop import Client
+from turnmemory.llm._client import Client
 from turnmemory.llm._retry import RetryPolicy
 from turnmemory.llm._sdk import DEFAULT_CONNECT_TIMEOUT, DEFAULT_TIMEOUT, Endpoint, Settings
 from turnmemory.llm._tokens import ContextLimits, Tokenizer, open_counter
