@@ -117,12 +117,10 @@ class Turn:
         key = self._sdk.wire.ITEMS
         measured = partial(self._reducer.measure, request, key, tools)
         self._accounting.observe(size if size is not None else measured, reply.usage.input_tokens)
+        if not reply.calls and not reply.text:
+            return Outcome("empty_response", "the model returned an empty response")
         if not reply.calls:
-            return (
-                Outcome(reply.stop)
-                if reply.text
-                else Outcome("empty_response", "the model returned an empty response")
-            )
+            return Outcome(reply.stop)
         yield from self.execute(reply)
         self._tool_turns += 1
         return Outcome("tool_limit") if self._tool_turns >= self._max_tool_turns else None
