@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 import turnmemory as tm
 from turnmemory.llm import Event, RetryPolicy, ToolResult, ToolSpec, Usage, record
 from turnmemory.llm._client import Client
-from turnmemory.llm._retry import Failure
+from turnmemory.llm._retry import RequestFailure
 from turnmemory.llm._sdk import Completion, Settings
 from turnmemory.providers._read import Piece
 from turnmemory.providers._tools import Call
@@ -137,9 +137,11 @@ class ScriptedWire:
         }
         yield Completion(items=(item,), calls=calls, text=step.text, usage=Usage(1, 1, 0))
 
-    def failure(self, error: Exception) -> Failure | None:
+    def failure(self, error: Exception) -> RequestFailure | None:
         if isinstance(error, ScriptError):
-            return Failure(str(error), retryable=error.kind == "retryable", overflow=error.kind == "overflow")
+            return RequestFailure(
+                str(error), retryable=error.kind == "retryable", overflow=error.kind == "overflow"
+            )
         return None
 
 
@@ -295,7 +297,7 @@ def test_bad_arguments_fail_at_once() -> None:
 
 def test_an_unexpected_error_ends_the_turn_and_keeps_accumulated_work() -> None:
     class Broken(ScriptedWire):
-        def failure(self, error: Exception) -> Failure | None:
+        def failure(self, error: Exception) -> RequestFailure | None:
             return None
 
     wire = Broken([Step(text="a", calls=1), Step(fail="fatal")])

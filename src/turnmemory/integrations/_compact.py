@@ -13,13 +13,13 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from turnmemory.memory import Message
 from turnmemory.providers import PROVIDERS, Provider, Wire, wire
 from turnmemory.providers._build import TurnFormat
 from turnmemory.providers._read import Piece, record
+from turnmemory.providers._render import Item
 from turnmemory.providers._tools import ToolResult
 from turnmemory.replay import ArgumentPolicy, IdStyle
 from turnmemory.retention import DEFAULT_RULES, ToolRule
@@ -27,8 +27,6 @@ from turnmemory.segments import TurnRecorder
 from turnmemory.transcripts import tool_outcome
 
 __all__ = ["Compactor", "Provider", "ResultParser", "compact", "parse_result"]
-
-Item = dict[str, Any]
 
 ResultParser = Callable[[str, Mapping[str, Any], str, bool], "tuple[Mapping[str, Any] | None, bool]"]
 """``(tool name, call arguments, result text, error flag) -> (outcome, failed)``.
@@ -185,12 +183,12 @@ class Compactor:
     def _extend(self, messages: list[Mapping[str, Any]]) -> None:
         parts = _parts(self._wire, self.provider, messages)
         for part in parts[:-1]:  # the last part is the (empty) turn after the last user message
-            if part.kept is None:
-                if part.pieces or (self._kept and self._user_turn(self._kept[-1])):
-                    self._history.append(self._replay(part.pieces))
+            if isinstance(part, tuple):
+                if part or (self._kept and self._user_turn(self._kept[-1])):
+                    self._history.append(self._replay(part))
                 continue
             self._history.append(Message("user", _PLACEHOLDER))
-            self._kept.append(part.kept)
+            self._kept.append(part)
 
     def _replay(self, pieces: Sequence[Piece]) -> Message:
         recorder = TurnRecorder(workspace=self.workspace, rules=self.rules)
@@ -212,35 +210,32 @@ class Compactor:
         return any(isinstance(block, Mapping) and slot not in results for slot, block in enumerate(blocks))
 
 
-@dataclass(frozen=True, slots=True)
-class _Part:
-    """A kept message (``kept`` set: a user or system message, as given) or a completed turn's pieces."""
-
-    kept: Any = None
-    pieces: tuple[Piece, ...] = ()
-
-
-def _parts(wire: Wire, provider: str, messages: Sequence[Mapping[str, Any]]) -> list[_Part]:
-    """``messages`` as kept messages and the pieces of the turns between them, in order.
+def _parts(
+    wire: Wire, provider: str, messages: Sequence[Mapping[str, Any]]
+) -> list[Mapping[str, Any] | tuple[Piece, ...]]:
+    """``messages`` as kept messages (user and system messages, as given) and the pieces of the
+    completed turns between them, in order.
 
     The last part is the turn after the last kept message (empty when that message is a user turn).
     """
     by_item: dict[int, list[Piece]] = {}
     for piece in wire.pieces(messages):
         by_item.setdefault(piece.item, []).append(piece)
-    parts: list[_Part] = []
+    parts: list[Mapping[str, Any] | tuple[Piece, ...]] = []
     turn: list[Piece] = []
     for index, message in enumerate(messages):
         found = by_item.get(index, [])
         kept = _kept_part(wire, provider, message, found)
         turn.extend(piece for piece in found if kept is None or piece.kind == "result")
         if kept is not None:
-            parts += [_Part(pieces=tuple(turn)), _Part(kept=kept)]
+            parts += [tuple(turn), kept]
             turn = []
-    return [*parts, _Part(pieces=tuple(turn))]
+    return [*parts, tuple(turn)]
 
 
-def _kept_part(wire: Wire, provider: str, message: Mapping[str, Any], found: Sequence[Piece]) -> Any:
+def _kept_part(
+    wire: Wire, provider: str, message: Mapping[str, Any], found: Sequence[Piece]
+) -> Mapping[str, Any] | None:
     """What of ``message`` is kept as given (``None``: it is the assistant's work, or only results)."""
     role, turns = message.get("role"), wire.TURNS
     if turns is None:

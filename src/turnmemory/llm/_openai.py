@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from turnmemory.llm._retry import Failure, connection_failure, error_fields, http_failure
+from turnmemory.llm._retry import RequestFailure, connection_failure, error_fields, http_failure
 from turnmemory.llm._sdk import Endpoint, sdk_options
 from turnmemory.llm._tools import ToolSpec
 from turnmemory.providers._render import Item
@@ -21,7 +21,7 @@ def openai_client(endpoint: Endpoint) -> Any:
     return openai.OpenAI(**sdk_options(endpoint))
 
 
-def openai_failure(error: Exception) -> Failure | None:
+def openai_failure(error: Exception) -> RequestFailure | None:
     """Classify an ``openai`` SDK error (HTTP, in-stream or connection)."""
     import httpx2
     import openai

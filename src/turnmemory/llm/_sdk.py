@@ -11,7 +11,7 @@ from collections.abc import Generator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from turnmemory.llm._retry import Failure
+from turnmemory.llm._retry import RequestFailure
 from turnmemory.llm._tools import ToolSpec
 from turnmemory.llm.events import Event, Reason, Usage
 from turnmemory.providers import Wire
@@ -123,5 +123,5 @@ class Sdk(Protocol):
         Raises the SDK's error (or :class:`StreamInterrupted`) when the request fails.
         """
 
-    def failure(self, error: Exception) -> Failure | None:
+    def failure(self, error: Exception) -> RequestFailure | None:
         """Classify an error raised by :meth:`stream`; ``None`` when it is not a provider failure."""

@@ -21,7 +21,7 @@ from typing import Any
 
 from turnmemory._text import one_line
 from turnmemory.llm._reduce import Reducer
-from turnmemory.llm._retry import Failure, RetryPolicy, connection_failure, malformed_failure
+from turnmemory.llm._retry import RequestFailure, RetryPolicy, connection_failure, malformed_failure
 from turnmemory.llm._sdk import Completion, Sdk, StreamInterrupted
 from turnmemory.llm._tokens import Accounting
 from turnmemory.llm._tools import ToolSpec, call_problem, placeholder_tool
@@ -111,7 +111,7 @@ class Turn:
             return fitted
         request, size = fitted
         reply = yield from self.query(request, tools)
-        if isinstance(reply, Failure):
+        if isinstance(reply, RequestFailure):
             return Outcome(_reason(reply), reply.message)
         yield Event("usage", usage=reply.usage)
         key = self._sdk.wire.ITEMS
@@ -164,8 +164,8 @@ class Turn:
 
     def query(
         self, request: dict[str, Any], tools: Sequence[ToolSpec]
-    ) -> Generator[Event, None, Completion | Failure]:
-        """One request, retried as the policy allows: its ``Completion`` or its final ``Failure``.
+    ) -> Generator[Event, None, Completion | RequestFailure]:
+        """One request, retried as the policy allows: its ``Completion`` or its final ``RequestFailure``.
 
         Past the deadline no request starts, no retry waits and a stream is abandoned at its next
         event: the failure is then ``expired``.
@@ -186,7 +186,7 @@ class Turn:
                     return failure
                 delay = self._retry.delay(attempt, failure.retry_after)
                 if self._ends_at is not None and time.monotonic() + delay >= self._ends_at:
-                    return Failure(
+                    return RequestFailure(
                         f"{failure.message} (no time left to retry: {self._expiry().message})", expired=True
                     )
                 attempt += 1
@@ -243,11 +243,11 @@ class Turn:
     def _expired(self) -> bool:
         return self._ends_at is not None and time.monotonic() >= self._ends_at
 
-    def _expiry(self) -> Failure:
-        return Failure(f"the turn took longer than its deadline of {self._deadline:g} s", expired=True)
+    def _expiry(self) -> RequestFailure:
+        return RequestFailure(f"the turn took longer than its deadline of {self._deadline:g} s", expired=True)
 
-    def _classify(self, error: Exception) -> Failure:
-        """Any error of a request, as a ``Failure``: whatever the SDK raises ends the turn cleanly."""
+    def _classify(self, error: Exception) -> RequestFailure:
+        """Any error of a request, as a ``RequestFailure``: whatever the SDK raises ends the turn cleanly."""
         failure = self._sdk.failure(error)
         if failure is not None:
             return failure
@@ -256,7 +256,7 @@ class Turn:
         return malformed_failure(error)
 
 
-def _reason(failure: Failure) -> Reason:
+def _reason(failure: RequestFailure) -> Reason:
     if failure.overflow:
         return "context_overflow"
     return "deadline" if failure.expired else "api_error"

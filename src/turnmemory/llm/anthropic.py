@@ -13,7 +13,7 @@ import copy
 from collections.abc import Generator, Mapping, Sequence
 from typing import Any
 
-from turnmemory.llm._retry import Failure, connection_failure, error_fields, http_failure
+from turnmemory.llm._retry import RequestFailure, connection_failure, error_fields, http_failure
 from turnmemory.llm._sdk import Completion, Endpoint, Sdk, Settings, StreamInterrupted, sdk_options
 from turnmemory.llm._tools import ToolSpec
 from turnmemory.llm.events import Event, Reason, Usage
@@ -106,7 +106,7 @@ class AnthropicSdk(Sdk):
             stop=_STOPS.get(message.stop_reason, "stop"),
         )
 
-    def failure(self, error: Exception) -> Failure | None:
+    def failure(self, error: Exception) -> RequestFailure | None:
         sdk = self._sdk
         if isinstance(error, self._connection_errors):
             return connection_failure(error)

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Generator, Mapping, Sequence
 from typing import Any
 
-from turnmemory.llm._retry import Failure, MalformedError, connection_failure, http_failure
+from turnmemory.llm._retry import MalformedError, RequestFailure, connection_failure, http_failure
 from turnmemory.llm._sdk import Completion, Endpoint, Sdk, Settings, StreamInterrupted
 from turnmemory.llm._tools import ToolSpec
 from turnmemory.llm.events import Event, Reason, Usage
@@ -104,7 +104,7 @@ class BedrockSdk(Sdk):
             stop=_STOPS.get(stop, "stop"),
         )
 
-    def failure(self, error: Exception) -> Failure | None:
+    def failure(self, error: Exception) -> RequestFailure | None:
         exceptions = self._exceptions
         if isinstance(error, self._connection_errors):
             return connection_failure(error)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Generator, Mapping, Sequence
 from typing import Any
 
-from turnmemory.llm._retry import Failure, MalformedError, connection_failure, http_failure
+from turnmemory.llm._retry import MalformedError, RequestFailure, connection_failure, http_failure
 from turnmemory.llm._sdk import Completion, Endpoint, Sdk, Settings, StreamInterrupted
 from turnmemory.llm._tools import ToolSpec
 from turnmemory.llm.events import Event, Reason, Usage
@@ -82,7 +82,7 @@ class GeminiSdk(Sdk):
             stop=_STOPS.get(finish, "stop"),
         )
 
-    def failure(self, error: Exception) -> Failure | None:
+    def failure(self, error: Exception) -> RequestFailure | None:
         if isinstance(error, self._connection_errors):
             return connection_failure(error)
         if isinstance(error, self._errors.APIError):

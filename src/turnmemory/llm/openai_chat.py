@@ -12,7 +12,7 @@ from collections.abc import Generator, Mapping, Sequence
 from typing import Any
 
 from turnmemory.llm._openai import function_tool, openai_client, openai_failure
-from turnmemory.llm._retry import Failure, MalformedError
+from turnmemory.llm._retry import MalformedError, RequestFailure
 from turnmemory.llm._sdk import Completion, Endpoint, Sdk, Settings, StreamInterrupted
 from turnmemory.llm._tools import ToolSpec
 from turnmemory.llm.events import Event, Reason, Usage
@@ -105,7 +105,7 @@ class OpenAIChatSdk(Sdk):
             stop=_STOPS.get(finish, "stop"),
         )
 
-    def failure(self, error: Exception) -> Failure | None:
+    def failure(self, error: Exception) -> RequestFailure | None:
         return openai_failure(error)
 
     def _kwargs(self, request: Mapping[str, Any], tools: Sequence[ToolSpec]) -> dict[str, Any]:

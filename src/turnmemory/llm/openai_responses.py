@@ -13,7 +13,7 @@ from collections.abc import Generator, Mapping, Sequence
 from typing import Any
 
 from turnmemory.llm._openai import function_tool, openai_client, openai_failure
-from turnmemory.llm._retry import Failure, http_failure
+from turnmemory.llm._retry import RequestFailure, http_failure
 from turnmemory.llm._sdk import Completion, Endpoint, Sdk, Settings, StreamInterrupted
 from turnmemory.llm._tools import ToolSpec
 from turnmemory.llm.events import Event, Reason, Usage
@@ -103,7 +103,7 @@ class OpenAIResponsesSdk(Sdk):
             stop=_STOPS.get(details.reason if details else None, "stop"),
         )
 
-    def failure(self, error: Exception) -> Failure | None:
+    def failure(self, error: Exception) -> RequestFailure | None:
         if isinstance(error, ResponseFailed):
             return http_failure(None, error.message, kind=error.code)
         return openai_failure(error)

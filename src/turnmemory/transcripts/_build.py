@@ -10,7 +10,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import IO, Any
 
-from turnmemory.transcripts._model import Event, ImportedSession, ImportedTurn, ToolCall, ToolResult
+from turnmemory.transcripts._model import ImportedEvent, ImportedSession, ImportedTurn, ToolCall, ToolResult
 
 __all__ = [
     "MAX_DOCUMENT_BYTES",
@@ -48,7 +48,7 @@ class SessionBuilder:
         self.skipped: Counter[str] = Counter()
         self.problems: list[str] = []
         self.lines = 0
-        self._turns: list[tuple[str, list[Event]]] = []
+        self._turns: list[tuple[str, list[ImportedEvent]]] = []
         self._calls: set[str] = set()
         self._results: set[str] = set()
 
@@ -74,7 +74,7 @@ class SessionBuilder:
         """Whether a user turn has started."""
         return bool(self._turns)
 
-    def add(self, event: Event) -> None:
+    def add(self, event: ImportedEvent) -> None:
         """Append an event to the current turn."""
         if not self._turns:
             self.skip("before_first_turn")

@@ -17,7 +17,7 @@ from turnmemory.memory import Message
 from turnmemory.segments import TurnRecorder
 
 __all__ = [
-    "Event",
+    "ImportedEvent",
     "ImportedSession",
     "ImportedTurn",
     "IterationEnd",
@@ -79,7 +79,7 @@ class IterationEnd:
     """One provider request of the tool loop finished (the next output comes from a new request)."""
 
 
-Event = Prose | Reasoning | ToolCall | ToolResult | IterationEnd
+ImportedEvent = Prose | Reasoning | ToolCall | ToolResult | IterationEnd
 """Any event of an imported turn."""
 
 
@@ -88,7 +88,7 @@ class ImportedTurn:
     """One user message and everything the assistant did in answer to it, in order."""
 
     user: str
-    events: tuple[Event, ...] = ()
+    events: tuple[ImportedEvent, ...] = ()
 
     @property
     def tool_calls(self) -> tuple[ToolCall, ...]:
@@ -142,7 +142,7 @@ def replay_turn(turn: ImportedTurn, workspace: str | None = None) -> tuple[Messa
     return recorder.finish(), recorder
 
 
-def replay_events(events: Iterable[Event], recorder: TurnRecorder) -> None:
+def replay_events(events: Iterable[ImportedEvent], recorder: TurnRecorder) -> None:
     """Feed ``events`` into ``recorder`` in order (see :func:`replay_turn`)."""
     running: set[str] = set()
     for event in events:
