@@ -16,13 +16,11 @@ from turnmemory.redaction import REDACTED, generation, redact
 
 __all__ = [
     "MAX_FIELD_BYTES",
-    "REDACTED",
     "bound_text",
     "compact_json",
     "cut_utf8",
     "is_unicode",
     "one_line",
-    "redact",
     "redact_prefix",
     "terminal_safe",
 ]
