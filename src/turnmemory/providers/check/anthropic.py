@@ -8,7 +8,7 @@ from typing import Any
 
 from turnmemory.providers._render import is_blank, missing_names
 from turnmemory.providers.anthropic import blocks, replayed_tool_names
-from turnmemory.providers.check._rules import ToolIds, adjacent_pairing, duplicates, json_object
+from turnmemory.providers.check._rules import ToolIds, adjacent_pairing, duplicates, json_object, turn_ids
 
 __all__ = ["problems"]
 
@@ -27,22 +27,8 @@ def problems(body: Mapping[str, Any], *, require_tools: bool | None = None) -> l
     messages = body.get("messages")
     if not isinstance(messages, list) or not messages:
         return [*out, "messages: expected a non-empty list"]
-    exchanges: list[ToolIds] = []
-    ids: list[tuple[str, str]] = []
-    for i, message in enumerate(messages):
-        where = f"messages[{i}]"
-        if not isinstance(message, Mapping):
-            out.append(f"{where}: expected an object")
-            exchanges.append(ToolIds())
-            continue
-        role = message.get("role")
-        if role not in ("user", "assistant"):
-            out.append(f"{where}: role must be 'user' or 'assistant', got {role!r}")
-        elif i == 0 and role != "user":
-            out.append(f"{where}: the first message must be a user message")
-        exchange = _message_problems(where, role, message, out)
-        exchanges.append(exchange)
-        ids.extend(exchange.calls)
+    exchanges = turn_ids(messages, _message_problems, out, alternate=False)
+    ids = [call for exchange in exchanges for call in exchange.calls]
     out.extend(adjacent_pairing(exchanges, call="tool_use", result="tool_result"))
     out.extend(duplicates(ids, "tool_use"))
     out.extend(_final_problems(messages))

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from turnmemory.providers._render import list_at
-from turnmemory.providers.check._rules import json_object
+from turnmemory.providers.check._rules import json_object, role_problems
 from turnmemory.providers.gemini import either_case
 
 __all__ = ["problems"]
@@ -35,12 +35,9 @@ def problems(body: Mapping[str, Any], *, require_tools: bool | None = None) -> l
             previous = None
             continue
         role = content.get("role")
-        if role not in ("user", "model"):
-            out.append(f"{where}: role must be 'user' or 'model', got {role!r}")
-        elif i == 0 and role != "user":
-            out.append(f"{where}: the first content must be a user content")
-        elif role == role_before:
-            out.append(f"{where}: a second {role} content in a row; roles must alternate")
+        out.extend(
+            role_problems(where, i, role, role_before, assistant="model", noun="content", alternate=True)
+        )
         role_before = role
         calls, responses = _part_problems(where, role, content, out)
         out.extend(_pairing_problems(where, previous, responses))

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from turnmemory.providers.check._rules import duplicates, is_json_text
+from turnmemory.providers.check._rules import answer_problem, duplicates, is_json_text
 from turnmemory.providers.openai_chat import MAX_ID
 
 __all__ = ["problems"]
@@ -31,16 +31,11 @@ def problems(body: Mapping[str, Any], *, require_tools: bool | None = None) -> l
             continue
         role = message.get("role")
         if role == "tool":
-            call_id = message.get("tool_call_id")
-            if call_id in open_calls:
-                del open_calls[call_id]
-                answered.add(call_id)
-            elif call_id in answered:
-                out.append(f"{where}: second tool message for {call_id!r}")
-            else:
-                out.append(
-                    f"{where}: tool message for {call_id!r} does not answer a tool_call of the preceding assistant message"
-                )
+            stray = "a tool_call of the preceding assistant message"
+            problem = answer_problem(
+                where, message.get("tool_call_id"), open_calls, answered, result="tool message", stray=stray
+            )
+            out.extend([problem] if problem else [])
             if not isinstance(message.get("content"), str | list):
                 out.append(f"{where}: tool message content must be a string or a list of text parts")
             continue

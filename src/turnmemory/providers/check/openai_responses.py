@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from turnmemory.providers.check._rules import duplicates, is_json_text
+from turnmemory.providers.check._rules import answer_problem, duplicates, is_json_text
 from turnmemory.providers.openai_responses import MAX_CALL_ID
 
 __all__ = ["problems"]
@@ -40,15 +40,11 @@ def problems(body: Mapping[str, Any], *, require_tools: bool | None = None) -> l
             calls.append((where, str(call_id)))
             open_calls.setdefault(str(call_id), where)
         elif kind == "function_call_output":
-            if call_id in open_calls:
-                del open_calls[call_id]
-                answered.add(call_id)
-            elif call_id in answered:
-                out.append(f"{where}: second function_call_output for {call_id!r}")
-            else:
-                out.append(
-                    f"{where}: function_call_output for {call_id!r} does not answer an earlier function_call"
-                )
+            stray = "an earlier function_call"
+            problem = answer_problem(
+                where, call_id, open_calls, answered, result="function_call_output", stray=stray
+            )
+            out.extend([problem] if problem else [])
             if not isinstance(item.get("output"), str | list):
                 out.append(f"{where}: output must be a string or a list of content items")
         elif kind == "message":
