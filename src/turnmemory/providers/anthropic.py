@@ -23,7 +23,7 @@ from turnmemory.providers._build import (
     standard_build,
     turn_request,
 )
-from turnmemory.providers._read import Piece, as_string, as_text, call_names
+from turnmemory.providers._read import Piece, as_text, call_names
 from turnmemory.providers._render import (
     PLACEHOLDER_DESCRIPTION,
     Block,
@@ -148,27 +148,15 @@ def pieces(items: Sequence[Mapping[str, Any]]) -> list[Piece]:
             elif kind == "thinking" and isinstance(block.get("thinking"), str):
                 found.append(Piece(index, slot, "reasoning", text=block["thinking"]))
             elif kind == "tool_use":
-                arguments = block.get("input")
-                found.append(
-                    Piece(
-                        index,
-                        slot,
-                        "call",
-                        as_string(block.get("id")),
-                        as_string(block.get("name")),
-                        arguments=arguments if isinstance(arguments, dict) else None,
-                        editable=not signed and isinstance(arguments, dict),
-                    )
+                call = Piece.object_call(
+                    index, slot, block.get("id"), block.get("name"), block.get("input"), signed=signed
                 )
+                found.append(call)
             elif kind == "tool_result":
+                text = as_text(block.get("content"))
                 found.append(
-                    Piece(
-                        index,
-                        slot,
-                        "result",
-                        as_string(block.get("tool_use_id")),
-                        text=as_text(block.get("content")),
-                        error=block.get("is_error") is True,
+                    Piece.answer(
+                        index, slot, block.get("tool_use_id"), text, error=block.get("is_error") is True
                     )
                 )
     return found

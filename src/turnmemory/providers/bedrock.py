@@ -24,7 +24,7 @@ from turnmemory.providers._build import (
     standard_build,
     turn_request,
 )
-from turnmemory.providers._read import Piece, as_string, as_text, call_names
+from turnmemory.providers._read import Piece, as_text, call_names
 from turnmemory.providers._render import (
     PLACEHOLDER_DESCRIPTION,
     Block,
@@ -145,33 +145,18 @@ def pieces(items: Sequence[Mapping[str, Any]]) -> list[Piece]:
                 block.get("reasoningContent"),
             )
             if isinstance(use, Mapping):
-                arguments = use.get("input")
-                found.append(
-                    Piece(
-                        index,
-                        slot,
-                        "call",
-                        as_string(use.get("toolUseId")),
-                        as_string(use.get("name")),
-                        arguments=arguments if isinstance(arguments, dict) else None,
-                        editable=not signed and isinstance(arguments, dict),
-                    )
+                call = Piece.object_call(
+                    index, slot, use.get("toolUseId"), use.get("name"), use.get("input"), signed=signed
                 )
+                found.append(call)
             elif isinstance(result, Mapping):
-                found.append(
-                    Piece(
-                        index,
-                        slot,
-                        "result",
-                        as_string(result.get("toolUseId")),
-                        text=as_text(result.get("content")),
-                        error=result.get("status") == "error",
-                    )
-                )
+                failed = result.get("status") == "error"
+                text = as_text(result.get("content"))
+                found.append(Piece.answer(index, slot, result.get("toolUseId"), text, error=failed))
             elif isinstance(reasoning, Mapping):
-                text = reasoning.get("reasoningText")
-                if isinstance(text, Mapping) and isinstance(text.get("text"), str) and text["text"]:
-                    found.append(Piece(index, slot, "reasoning", text=text["text"]))
+                thought = reasoning.get("reasoningText")
+                if isinstance(thought, Mapping) and isinstance(thought.get("text"), str) and thought["text"]:
+                    found.append(Piece(index, slot, "reasoning", text=thought["text"]))
             elif assistant and isinstance(block.get("text"), str):
                 found.append(Piece(index, slot, "prose", text=block["text"]))
     return found

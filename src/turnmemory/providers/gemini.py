@@ -28,7 +28,7 @@ from turnmemory.providers._build import (
     standard_build,
     turn_request,
 )
-from turnmemory.providers._read import Piece, PieceKind, as_string, call_names
+from turnmemory.providers._read import Piece, PieceKind, call_names
 from turnmemory.providers._render import (
     PLACEHOLDER_DESCRIPTION,
     Block,
@@ -153,31 +153,23 @@ def pieces(items: Sequence[Mapping[str, Any]]) -> list[Piece]:
             call = either_case(part, "function_call", "functionCall")
             response = either_case(part, "function_response", "functionResponse")
             if isinstance(call, Mapping):
-                arguments = call.get("args")
                 found.append(
-                    Piece(
-                        index,
-                        slot,
-                        "call",
-                        as_string(call.get("id")),
-                        as_string(call.get("name")),
-                        arguments=arguments if isinstance(arguments, dict) else None,
-                        editable=not signed and isinstance(arguments, dict),
+                    Piece.object_call(
+                        index, slot, call.get("id"), call.get("name"), call.get("args"), signed=signed
                     )
                 )
             elif isinstance(response, Mapping):
                 body = response.get("response")
-                found.append(
-                    Piece(
-                        index,
-                        slot,
-                        "result",
-                        as_string(response.get("id")),
-                        as_string(response.get("name")),
-                        text=_output_text(body),
-                        error=object_result(body).error is not None,
-                    )
+                failed = object_result(body).error is not None
+                answer = Piece.answer(
+                    index,
+                    slot,
+                    response.get("id"),
+                    _output_text(body),
+                    error=failed,
+                    name=response.get("name"),
                 )
+                found.append(answer)
             elif model and isinstance(part.get("text"), str) and part["text"]:
                 kind: PieceKind = "reasoning" if part.get("thought") is True else "prose"
                 found.append(Piece(index, slot, kind, text=part["text"]))
