@@ -265,7 +265,7 @@ def build_request(
     for index in range(start, final):
         build.add(index, _message(messages, index), options, taken)
     if keep is not None:
-        keep.store(messages[:final], options, build)
+        keep.store(messages, final, options, build)
     tail = build.tail()
     tail.add_pending(items)
     if final < len(messages):
@@ -350,36 +350,47 @@ def _may_collide(taken: set[str], options: Options) -> bool:
 
 
 class RequestCache:
-    """The builder state of one conversation's last request, up to (not including) its final user message."""
+    """The builder state of one conversation's last request, up to (not including) its final user message.
+
+    The messages it covers are kept as a list that grows with the conversation, so neither checking a
+    request against them nor keeping the next state copies the history: a request that extends the kept
+    messages costs one pass of pointer comparisons (a list compares identical items without looking at
+    them) and what it appends.
+    """
 
     __slots__ = ("_build", "_messages", "_options")
 
     def __init__(self) -> None:
-        self._messages: tuple[Message, ...] = ()
+        self._messages: list[Message] = []
         self._options: Options | None = None
         self._build: ItemBuild | TurnBuild | None = None
 
     def take(self, messages: Sequence[Message], final: int, options: Options) -> tuple[Any, int] | None:
         """The kept state and where to continue, when ``messages`` extends the kept prefix.
 
-        The state is handed over, not copied: the cache is empty until the caller stores the next one.
+        The state is handed over, not copied: the cache holds no state until the caller stores the next one.
         """
         kept, build = self._messages, self._build
-        self._messages, self._build = (), None
-        if (
-            build is None
-            or options != self._options
-            or len(kept) > final
-            or tuple(messages[: len(kept)]) != kept
-        ):
+        self._build = None
+        if build is None or options != self._options or len(kept) > final or not _starts_with(messages, kept):
+            self._messages = []
             return None
         return build, len(kept)
 
-    def store(self, messages: Sequence[Message], options: Options, build: ItemBuild | TurnBuild) -> None:
-        """Keep ``build`` as the state after ``messages`` (the caller must not change it afterwards)."""
-        self._messages = tuple(messages)
+    def store(
+        self, messages: Sequence[Message], final: int, options: Options, build: ItemBuild | TurnBuild
+    ) -> None:
+        """Keep ``build`` as the state after ``messages[:final]``, which extend what :meth:`take` left kept
+        (the caller must not change ``build`` afterwards)."""
+        self._messages.extend(messages[len(self._messages) : final])
         self._options = options
         self._build = build
+
+
+def _starts_with(messages: Sequence[Message], kept: list[Message]) -> bool:
+    """Whether ``messages`` begins with the messages of ``kept``."""
+    prefix = messages[: len(kept)]
+    return (prefix if isinstance(prefix, list) else list(prefix)) == kept
 
 
 P = ParamSpec("P")
