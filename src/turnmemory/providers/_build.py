@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Concatenate, Generic, ParamSpec, Protocol, TypeVar
+from typing import Any, Concatenate, Generic, ParamSpec, TypeVar
 
 from turnmemory.memory import Message
 from turnmemory.providers._read import Piece, piece_ids
@@ -26,11 +26,11 @@ __all__ = [
     "ItemBuild",
     "RequestCache",
     "Shape",
+    "StandardWire",
     "TurnBuild",
     "TurnFormat",
     "build_request",
     "item_request",
-    "standard_build",
     "turn_request",
 ]
 
@@ -302,10 +302,37 @@ Shape = Callable[[list[str], list[Item]], dict[str, Any]]
 """How a wire lays out a request: its system texts and its item list as the request's keys."""
 
 
-class StandardBuild(Protocol):
-    """A wire's build function with the standard keywords: its ``to_request`` with a cache."""
+Assemble = Callable[
+    [Sequence[Message], Sequence[Item] | None, Options, "RequestCache | None"], tuple[list[str], list[Item]]
+]
+"""How a wire assembles a request: ``(messages, pending, options, cache) -> (system texts, items)``."""
 
-    def __call__(
+
+class StandardWire:
+    """The requests of a wire with the standard keywords, from what is special about it: how it assembles
+    a request (``turn_request`` with its turn format, or ``item_request`` with its renderer) and how it
+    lays the result out (``shape``)."""
+
+    __slots__ = ("_assemble", "_shape")
+
+    def __init__(self, assemble: Assemble, shape: Shape) -> None:
+        self._assemble = assemble
+        self._shape = shape
+
+    def to_request(
+        self,
+        messages: Sequence[Message],
+        *,
+        pending: Sequence[Item] | None = None,
+        arguments: ArgumentPolicy = "empty",
+        id_style: IdStyle = "historical",
+    ) -> dict[str, Any]:
+        """The request for ``messages``, as the wire's SDK takes it: ``pending`` (provider-native items of
+        an interrupted turn) goes before the final user message; ``arguments`` and ``id_style`` choose how
+        historical calls are replayed."""
+        return self.build(messages, None, pending=pending, arguments=arguments, id_style=id_style)
+
+    def build(
         self,
         messages: Sequence[Message],
         cache: RequestCache | None,
@@ -315,31 +342,8 @@ class StandardBuild(Protocol):
         arguments: ArgumentPolicy = "empty",
         id_style: IdStyle = "historical",
     ) -> dict[str, Any]:
-        """The request for ``messages`` (resuming ``cache`` when given)."""
-
-
-Assemble = Callable[
-    [Sequence[Message], Sequence[Item] | None, Options, "RequestCache | None"], tuple[list[str], list[Item]]
-]
-"""How a wire assembles a request: ``(messages, pending, options, cache) -> (system texts, items)``."""
-
-
-def standard_build(assemble: Assemble, shape: Shape) -> StandardBuild:
-    """The build function of a wire with the standard keywords: ``assemble`` (``turn_request`` with its
-    turn format, or ``item_request`` with its renderer), its result laid out by ``shape``."""
-
-    def build(
-        messages: Sequence[Message],
-        cache: RequestCache | None,
-        /,
-        *,
-        pending: Sequence[Item] | None = None,
-        arguments: ArgumentPolicy = "empty",
-        id_style: IdStyle = "historical",
-    ) -> dict[str, Any]:
-        return shape(*assemble(messages, pending, Options(arguments, id_style), cache))
-
-    return build
+        """:meth:`to_request`, resuming ``cache`` when given (what a ``Formatter`` builds with)."""
+        return self._shape(*self._assemble(messages, pending, Options(arguments, id_style), cache))
 
 
 def _may_collide(taken: set[str], options: Options) -> bool:
