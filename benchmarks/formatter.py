@@ -3,7 +3,7 @@
     .venv/bin/python benchmarks/formatter.py [--sizes 100,1000,10000] [--turns 20]
 
 For each session length, one ``Formatter()`` per provider builds the requests of the conversation's last
-``--turns`` turns (each request the history up to a user message); the table gives the median cost per
+``--turns`` turns (each request the history up to a user message); the table gives the least cost per
 new turn, one copy of the list the request returns (what every request costs at least: the list is the
 caller's; both timed from cold CPU caches), what remains beyond that copy, the same as a multiple of the shortest session's, and a cold
 ``to_request`` of the whole session. Flat means the "beyond the copy" column does not grow with the
@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import gc
 import platform
-import statistics
 import time
 from typing import Any
 
@@ -34,7 +33,7 @@ def cold_caches() -> None:
 
 
 def per_turn(module: Any, history: list[Any], turns: int) -> tuple[float, float, int]:
-    """The median seconds of a new turn's request and of one copy of its item list, over the last
+    """The least seconds of a new turn's request and of one copy of its item list, over the last
     ``turns``, and the number of items of the last request."""
     formatter = module.Formatter()
     last = len(history) - 1  # the final user message of the session
@@ -54,7 +53,7 @@ def per_turn(module: Any, history: list[Any], turns: int) -> tuple[float, float,
         list(request[module.ITEMS])
         copies.append(time.perf_counter() - start)
         gc.enable()
-    return statistics.median(builds), statistics.median(copies), len(request[module.ITEMS])
+    return min(builds), min(copies), len(request[module.ITEMS])
 
 
 def main() -> None:
@@ -91,7 +90,7 @@ def main() -> None:
                 ]
             )
     table(
-        f"Per new turn over a conversation's last {args.turns} turns (median), against a cold build",
+        f"Per new turn over a conversation's last {args.turns} turns (the least), against a cold build",
         [
             "turns",
             "provider",
