@@ -16,7 +16,7 @@ from turnmemory.agent.config import AgentConfig
 from turnmemory.agent.loop import Agent, ClientFactory
 from turnmemory.agent.permissions import Access, Answer, parse_rules
 from turnmemory.agent.sandbox import SandboxMode
-from turnmemory.agent.sessions import SessionStore
+from turnmemory.agent.store import SessionStore, open_store
 from turnmemory.testing import FakeProviderServer
 
 
@@ -66,7 +66,7 @@ def make_agent(server: FakeProviderServer, data_dir: Path, workspace: Path) -> I
             sandbox=sandbox,
             **settings,
         )
-        store = SessionStore.open_default()
+        store = open_store()
         stores.append(store)
         return Agent(
             config,

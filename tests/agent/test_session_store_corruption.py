@@ -21,7 +21,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from tests.agent._support import Run
 
-from turnmemory.agent.sessions import SessionBusy, SessionStore, SessionStoreError
+from turnmemory.agent.store import SessionBusy, SessionStoreError, SqliteStore
 from turnmemory.memory import Message
 from turnmemory.testing import FakeProviderServer, Reply, ToolCall
 
@@ -30,7 +30,7 @@ WS = "/home/dev/repo"
 
 def _filled(path: Path, sessions: int = 3, turns: int = 4) -> list[str]:
     ids = []
-    with SessionStore(path) as store:
+    with SqliteStore(path) as store:
         for _ in range(sessions):
             session = store.create(WS, provider="p", model="m")
             for turn in range(turns):
@@ -43,7 +43,7 @@ def _filled(path: Path, sessions: int = 3, turns: int = 4) -> list[str]:
 
 
 def _still_writable(path: Path) -> None:
-    with SessionStore(path) as store:
+    with SqliteStore(path) as store:
         session = store.create(WS, provider="p", model="m")
         store.add_user_message(session, "after the damage")
         assert [m.content for m in store.load(session).messages] == ["after the damage"]
@@ -64,7 +64,7 @@ def _one_line(text: str) -> None:
 def test_an_unreadable_file_is_moved_aside_and_a_new_database_started(tmp_path: Path, content: bytes) -> None:
     path = tmp_path / "sessions.sqlite3"
     path.write_bytes(content)
-    with SessionStore(path) as store:
+    with SqliteStore(path) as store:
         assert len(store.notices) == 1
         _one_line(store.notices[0])
         assert str(path) in store.notices[0] and "moved to" in store.notices[0]
@@ -83,7 +83,7 @@ def test_a_truncated_file_is_moved_aside(tmp_path: Path, fraction: float) -> Non
     size = path.stat().st_size
     with open(path, "r+b") as file:
         file.truncate(max(100, int(size * fraction)))
-    with SessionStore(path) as store:
+    with SqliteStore(path) as store:
         assert len(store.notices) == 1 and "truncated" in store.notices[0]
         _one_line(store.notices[0])
     _still_writable(path)
@@ -104,7 +104,7 @@ def test_overwritten_bytes_give_one_line_or_nothing(
             file.seek(int(where * (size - len(garbage))))
             file.write(garbage)
     try:
-        with SessionStore(path) as store:
+        with SqliteStore(path) as store:
             for notice in store.notices:
                 _one_line(notice)
             store.sessions()
@@ -150,7 +150,7 @@ def test_a_damaged_row_is_skipped_with_one_line_and_the_session_stays_writable(
 ) -> None:
     path = tmp_path / "sessions.sqlite3"
     column, value = BAD_ROWS[damage]
-    with SessionStore(path) as store:
+    with SqliteStore(path) as store:
         session = store.create(WS, provider="p", model="m")
         store.add_user_message(session, "first")
         store.add_assistant_turn(
@@ -164,7 +164,7 @@ def test_a_damaged_row_is_skipped_with_one_line_and_the_session_stays_writable(
     with sqlite3.connect(path) as raw:  # the first turn (seq 3) and the second user message (seq 4)
         raw.execute(f"UPDATE events SET {column} = ? WHERE session_id = ? AND seq = 3", (value, session))
         raw.execute(f"UPDATE events SET {column} = ? WHERE session_id = ? AND seq = 4", (other, session))
-    with SessionStore(path) as store:
+    with SqliteStore(path) as store:
         loaded = store.load(session)
         assert len(loaded.problems) == 2
         for problem in loaded.problems:
@@ -181,7 +181,7 @@ def test_a_damaged_row_is_skipped_with_one_line_and_the_session_stays_writable(
 
 def test_wrong_typed_session_rows_list_and_load(tmp_path: Path) -> None:
     path = tmp_path / "sessions.sqlite3"
-    with SessionStore(path) as store:
+    with SqliteStore(path) as store:
         session = store.create(WS, provider="p", model="m")
         store.add_user_message(session, "hello")
     with sqlite3.connect(path) as raw:
@@ -191,7 +191,7 @@ def test_wrong_typed_session_rows_list_and_load(tmp_path: Path) -> None:
         )
         raw.execute("UPDATE events SET created_at = 'now' WHERE session_id = ?", (session,))
         raw.execute("INSERT INTO sessions VALUES (42, 'ws', 1, 2)")
-    with SessionStore(path) as store:
+    with SqliteStore(path) as store:
         listed = {s.id: s for s in store.sessions()}
         assert listed[session].created_at == 0.0 and listed[session].workspace == "5"
         loaded = store.load(store.resolve(session[:6]))
@@ -298,13 +298,13 @@ def test_a_session_has_one_writer_and_a_killed_writer_lets_go(
 
 def test_claims_are_per_process_and_released_on_close(tmp_path: Path) -> None:
     path = tmp_path / "sessions.sqlite3"
-    with SessionStore(path) as first:
+    with SqliteStore(path) as first:
         session = first.create(WS, provider="p", model="m")
-        with SessionStore(path) as second:
+        with SqliteStore(path) as second:
             second.add_user_message(session, "same process, same writer")
         code = (
-            "import sys; from turnmemory.agent.sessions import SessionStore, SessionBusy\n"
-            "store = SessionStore(sys.argv[1])\n"
+            "import sys; from turnmemory.agent.store import SqliteStore, SessionBusy\n"
+            "store = SqliteStore(sys.argv[1])\n"
             "try:\n    store.claim(sys.argv[2])\nexcept SessionBusy as e:\n    print(e)\n"
         )
         busy = subprocess.run(

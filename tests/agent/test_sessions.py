@@ -12,14 +12,21 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from turnmemory import Message, ToolActivity, TurnMemory, TurnRecorder
-from turnmemory.agent.sessions import PREVIEW_BYTES, SessionStore, data_dir, transcript_items
+from turnmemory.agent.store import (
+    PREVIEW_BYTES,
+    SessionStore,
+    SqliteStore,
+    data_dir,
+    open_store,
+    transcript_items,
+)
 
 WS = "/home/dev/repo"
 
 
 @pytest.fixture
 def store(tmp_path: Path) -> Iterator[SessionStore]:
-    with SessionStore(tmp_path / "data" / "sessions.sqlite3") as opened:
+    with SqliteStore(tmp_path / "data" / "sessions.sqlite3") as opened:
         yield opened
 
 
@@ -135,11 +142,11 @@ def test_an_ambiguous_prefix_is_refused(store: SessionStore) -> None:
 
 def test_concurrent_writers_never_collide(tmp_path: Path) -> None:
     path = tmp_path / "sessions.sqlite3"
-    with SessionStore(path) as setup:
+    with SqliteStore(path) as setup:
         session = setup.create(WS, provider="p", model="m")
 
     def write(n: int) -> None:
-        with SessionStore(path) as mine:
+        with SqliteStore(path) as mine:
             for i in range(20):
                 mine.add_user_message(session, f"{n}-{i}")
 
@@ -148,7 +155,7 @@ def test_concurrent_writers_never_collide(tmp_path: Path) -> None:
         thread.start()
     for thread in threads:
         thread.join()
-    with SessionStore(path) as check:
+    with SqliteStore(path) as check:
         loaded = check.load(session)
     assert sorted(m.content for m in loaded.messages) == sorted(
         f"{n}-{i}" for n in range(4) for i in range(20)
@@ -159,7 +166,7 @@ def test_concurrent_writers_never_collide(tmp_path: Path) -> None:
 def test_the_data_directory_can_be_overridden(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("TURNMEMORY_DATA_DIR", str(tmp_path / "x"))
     assert data_dir() == tmp_path / "x"
-    with SessionStore.open_default() as opened:
+    with open_store() as opened:
         assert opened.path == tmp_path / "x" / "sessions.sqlite3"
         assert opened.path.stat().st_mode & 0o077 == 0, "the database is private to its owner"
 

@@ -15,7 +15,7 @@ from typing import Any
 
 from turnmemory.agent.config import CONFIG_ENV, DEFAULT_MODELS, KEY_VARIABLES, AgentConfig
 from turnmemory.agent.sandbox import sandbox_unavailable
-from turnmemory.agent.sessions import DATA_DIR_ENV, data_dir
+from turnmemory.agent.store import DATA_DIR_ENV, data_dir
 from turnmemory.llm import ContextLimits
 
 __all__ = [

@@ -11,7 +11,7 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from turnmemory.agent.sessions import LoadedSession
+from turnmemory.agent.store import LoadedSession
 from turnmemory.retention import bound_text, redact, retain
 
 __all__ = ["one_line", "session_lines", "stored_label", "timestamp", "tool_label", "tool_outcome"]

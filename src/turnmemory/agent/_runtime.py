@@ -10,7 +10,7 @@ from turnmemory.agent._spill import SpillArea
 from turnmemory.agent.config import AgentConfig, ConfigError
 from turnmemory.agent.loop import Agent, View
 from turnmemory.agent.permissions import Asker
-from turnmemory.agent.sessions import SessionStore
+from turnmemory.agent.store import SessionStore, open_store
 
 __all__ = ["open_agent", "pick_session"]
 
@@ -62,7 +62,7 @@ def open_agent(
     if not os.path.isdir(workspace):
         raise ConfigError(f"workspace is not a directory: {workspace}")
     with ExitStack() as stack:
-        store = stack.enter_context(SessionStore.open_default())
+        store = stack.enter_context(open_store())
         spill = SpillArea(store.spill_root)
         stack.callback(spill.close)
         for notice in store.notices:

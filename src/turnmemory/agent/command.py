@@ -14,7 +14,7 @@ import typer
 from turnmemory.agent._display import session_lines, timestamp
 from turnmemory.agent.config import ConfigError, load_config
 from turnmemory.agent.headless import OutputFormat, RunRequest, run_headless
-from turnmemory.agent.sessions import SessionStore, SessionStoreError
+from turnmemory.agent.store import SessionStore, SessionStoreError, open_store
 
 __all__ = ["register"]
 
@@ -71,7 +71,7 @@ def _fail(message: str) -> typer.Exit:
 def _open_store() -> SessionStore:
     """The default store, with what opening it found on stderr; a store that cannot open fails in one line."""
     try:
-        store = SessionStore.open_default()
+        store = open_store()
     except SessionStoreError as error:
         raise _fail(str(error)) from None
     for notice in store.notices:

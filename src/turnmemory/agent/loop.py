@@ -33,7 +33,7 @@ from turnmemory.agent.config import AgentConfig, ConfigError
 from turnmemory.agent.permissions import Access, Asker, Permissions
 from turnmemory.agent.prompt import SUBAGENT_PROMPT, system_prompt
 from turnmemory.agent.sandbox import open_sandbox
-from turnmemory.agent.sessions import LoadedSession, SessionStore, TurnStatus, transcript_items
+from turnmemory.agent.store import LoadedSession, SessionStore, TurnStatus, transcript_items
 from turnmemory.agent.tools import READ_ONLY_TOOLS, Tool, ToolContext, ToolError, ToolRegistry, builtin_tools
 from turnmemory.llm import Client, Event, ToolResult, ToolSpec, Usage, open_client, record
 from turnmemory.memory import Message

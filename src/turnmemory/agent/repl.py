@@ -40,7 +40,7 @@ from turnmemory.agent._runtime import open_agent
 from turnmemory.agent.config import AgentConfig, ConfigError
 from turnmemory.agent.loop import Agent, TurnOutcome
 from turnmemory.agent.permissions import Access, Answer, Rule, session_scope
-from turnmemory.agent.sessions import LoadedSession, SessionStoreError, data_dir
+from turnmemory.agent.store import LoadedSession, SessionStoreError, data_dir
 from turnmemory.llm import Event, Usage
 
 __all__ = ["COMMANDS", "ReplCompleter", "ReplView", "run_chat"]

@@ -1,0 +1,61 @@
+"""The sessions store: where the agent's sessions live, behind one interface.
+
+:class:`SessionStore` is the interface (what a session's events are, how they are written and read
+back); :class:`SqliteStore` keeps them in one SQLite file in the user data directory.
+:func:`open_store` opens the configured one. The display transcript of a turn
+(:func:`transcript_items`) is stored with it.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from turnmemory.agent.store._base import SessionStore
+from turnmemory.agent.store._records import (
+    LoadedSession,
+    SessionBusy,
+    SessionEvent,
+    SessionInfo,
+    SessionStoreError,
+    SessionSummary,
+    TurnStatus,
+)
+from turnmemory.agent.store._sqlite import SqliteStore
+from turnmemory.agent.store._transcript import PREVIEW_BYTES, preview, transcript_items
+
+__all__ = [
+    "DATA_DIR_ENV",
+    "PREVIEW_BYTES",
+    "LoadedSession",
+    "SessionBusy",
+    "SessionEvent",
+    "SessionInfo",
+    "SessionStore",
+    "SessionStoreError",
+    "SessionSummary",
+    "SqliteStore",
+    "TurnStatus",
+    "data_dir",
+    "open_store",
+    "preview",
+    "transcript_items",
+]
+
+DATA_DIR_ENV = "TURNMEMORY_DATA_DIR"
+"""Environment variable that overrides the user data directory."""
+
+
+def data_dir() -> Path:
+    """The user data directory: ``$TURNMEMORY_DATA_DIR``, else ``platformdirs.user_data_dir("turnmemory")``."""
+    override = os.environ.get(DATA_DIR_ENV)
+    if override:
+        return Path(override).expanduser()
+    import platformdirs
+
+    return Path(platformdirs.user_data_dir("turnmemory"))
+
+
+def open_store() -> SessionStore:
+    """The store in the user data directory (see :func:`data_dir`)."""
+    return SqliteStore(data_dir() / "sessions.sqlite3")

@@ -1,0 +1,229 @@
+"""What a stored session is made of, and how stored rows are read back into one.
+
+Every value read from a store is checked here, whatever the backend: a row that cannot be read is
+one line in ``LoadedSession.problems`` and is skipped, its neighbours kept.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from turnmemory.agent.compaction import Compaction
+from turnmemory.memory import Message
+
+__all__ = [
+    "MAX_DEPTH",
+    "LoadedSession",
+    "SessionBusy",
+    "SessionEvent",
+    "SessionInfo",
+    "SessionStoreError",
+    "SessionSummary",
+    "TurnStatus",
+    "encode",
+    "one_line",
+    "read_session",
+    "summary",
+]
+
+TurnStatus = Literal["done", "incomplete", "interrupted", "error"]
+
+MAX_DEPTH = 32
+"""The deepest nesting of a stored event's JSON that loading accepts (events are a few levels deep)."""
+
+
+@dataclass(frozen=True, slots=True)
+class SessionInfo:
+    """A session's identity: id, workspace, start time, and the provider and model it started with."""
+
+    id: str
+    workspace: str
+    created_at: float
+    provider: str = ""
+    model: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class SessionSummary:
+    """One line of ``turnmemory sessions``."""
+
+    id: str
+    workspace: str
+    created_at: float
+    updated_at: float
+    turns: int
+    last_prompt: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class SessionEvent:
+    """One stored event, decoded."""
+
+    seq: int
+    kind: str
+    created_at: float
+    data: Mapping[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class LoadedSession:
+    """A session read back: its events, the retained conversation, and one line per skipped row."""
+
+    info: SessionInfo
+    events: tuple[SessionEvent, ...]
+    messages: tuple[Message, ...]
+    problems: tuple[str, ...]
+
+    @property
+    def model(self) -> tuple[str, str] | None:
+        """The provider and model the session last used: its start's, or its latest ``/model``'s."""
+        found = None
+        for event in self.events:
+            if event.kind in ("session_started", "model_switch"):
+                provider, model = event.data.get("provider"), event.data.get("model")
+                if isinstance(provider, str) and provider and isinstance(model, str) and model:
+                    found = (provider, model)
+        return found
+
+
+class SessionStoreError(Exception):
+    """The sessions store cannot be used: one line saying why and how to recover."""
+
+
+class SessionBusy(SessionStoreError):
+    """Another process is writing to the session."""
+
+
+def encode(data: Mapping[str, Any]) -> str:
+    """An event's data as the JSON text a store keeps."""
+    return json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+
+
+def read_session(session: Sequence[Any], rows: Sequence[Sequence[Any]]) -> LoadedSession:
+    """A session from its row (id, workspace, created_at) and its event rows (seq, kind, created_at,
+    data) in order; unreadable event rows are skipped, one line each in ``problems``."""
+    session_id = _text(session[0])
+    info = SessionInfo(id=session_id, workspace=_text(session[1]), created_at=_number(session[2]))
+    events: list[SessionEvent] = []
+    messages: list[Message] = []
+    problems: list[str] = []
+    for seq, kind, created_at, raw in rows:
+        try:
+            data = _event_data(seq, kind, raw)
+            message = _conversation_message(kind, data)
+            if kind == "compaction":
+                messages[:] = Compaction.from_dict(data).apply(messages)
+        except ValueError as error:
+            problems.append(
+                f"session {session_id[:8]} event {_label(seq)} ({_label(kind)}) skipped: {one_line(str(error))}"
+            )
+            continue
+        if kind == "session_started":
+            info = SessionInfo(
+                id=info.id,
+                workspace=info.workspace,
+                created_at=info.created_at,
+                provider=str(data.get("provider", "")),
+                model=str(data.get("model", "")),
+            )
+        events.append(SessionEvent(seq=seq, kind=kind, created_at=_number(created_at), data=data))
+        if message is not None:
+            messages.append(message)
+    return LoadedSession(info=info, events=tuple(events), messages=tuple(messages), problems=tuple(problems))
+
+
+def summary(row: Sequence[Any]) -> SessionSummary:
+    """A listed session from its row (id, workspace, created_at, updated_at, turns, last prompt's data)."""
+    return SessionSummary(
+        id=str(row[0]),
+        workspace=_text(row[1]),
+        created_at=_number(row[2]),
+        updated_at=_number(row[3]),
+        turns=int(row[4]),
+        last_prompt=_prompt(row[5]),
+    )
+
+
+def one_line(text: str) -> str:
+    """``text`` on one line of at most 200 characters."""
+    return " ".join(text.split())[:200]
+
+
+def _event_data(seq: Any, kind: Any, raw: Any) -> dict[str, Any]:
+    """A row's decoded data; ``ValueError`` when any of its fields is unreadable."""
+    if not isinstance(seq, int):
+        raise ValueError(f"seq {one_line(repr(seq))} is not an integer")
+    if not isinstance(kind, str):
+        raise ValueError("kind is not text")
+    if not isinstance(raw, str):
+        raise ValueError("data is not text")
+    try:
+        data = json.loads(raw)
+    except RecursionError:
+        raise ValueError(f"data is nested deeper than {MAX_DEPTH} levels") from None
+    if not isinstance(data, dict):
+        raise ValueError("expected a JSON object")
+    if _depth(data) > MAX_DEPTH:
+        raise ValueError(f"data is nested deeper than {MAX_DEPTH} levels")
+    return data
+
+
+def _depth(value: Any) -> int:
+    deepest, level = 0, [value]
+    while level:
+        deepest += 1
+        if deepest > MAX_DEPTH:
+            return deepest
+        level = [
+            child
+            for item in level
+            if isinstance(item, (dict, list))
+            for child in (item.values() if isinstance(item, dict) else item)
+        ]
+    return deepest
+
+
+def _number(value: Any) -> float:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else 0.0
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "replace")
+    return value if isinstance(value, str) else str(value)
+
+
+def _label(value: Any) -> str:
+    return one_line(str(value) if isinstance(value, (int, str)) else repr(value))
+
+
+def _conversation_message(kind: str, data: Mapping[str, Any]) -> Message | None:
+    """The conversation message an event contributes, if any; ``ValueError`` when it is malformed."""
+    if kind == "user_message":
+        content = data.get("content")
+        if not isinstance(content, str):
+            raise ValueError("user_message.content: expected a string")
+        return Message(role="user", content=content)
+    if kind == "assistant_turn":
+        if not isinstance(data.get("transcript", []), list):
+            raise ValueError("assistant_turn.transcript: expected a list")
+        message = Message.from_dict(data.get("message"))
+        if message.role != "assistant":
+            raise ValueError("assistant_turn.message.role: expected assistant")
+        return message if message.content or message.turn_memory is not None else None
+    if kind == "pending_drop":
+        Message.from_dict(data.get("message"))
+    return None
+
+
+def _prompt(raw: str | None) -> str | None:
+    if raw is None:
+        return None
+    try:
+        content = json.loads(raw).get("content")
+    except (ValueError, AttributeError, TypeError, RecursionError):
+        return None
+    return content if isinstance(content, str) else None
