@@ -1,5 +1,5 @@
-"""A damaged sessions database and two processes on one session: one line each, never a traceback,
-and the sessions stay writable.
+"""A damaged sessions store and two processes on one session: one line each, never a traceback,
+and the sessions stay writable (rows and writers on SQLite and PostgreSQL, files on SQLite).
 
 Damage comes in every form a disk, a crash or a hand edit leaves: garbage or truncated files, bytes
 overwritten mid-file, rows with garbage or 200k-deep JSON, wrong-typed fields, a text ``seq``.
@@ -19,9 +19,9 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from tests.agent._support import Run
+from tests.agent._support import Run, tamper
 
-from turnmemory.agent.store import SessionBusy, SessionStoreError, SqliteStore
+from turnmemory.agent.store import SessionBusy, SessionStoreError, SqliteStore, open_store
 from turnmemory.memory import Message
 from turnmemory.testing import FakeProviderServer, Reply, ToolCall
 
@@ -144,13 +144,24 @@ BAD_ROWS = {
 }
 
 
+NOT_IN_POSTGRES = {
+    "data as a blob": "a text column of PostgreSQL holds no bytes",
+    "kind as a blob": "a text column of PostgreSQL holds no bytes",
+    "kind not UTF-8": "a UTF8 database of PostgreSQL holds no invalid UTF-8",
+    "data not UTF-8": "a UTF8 database of PostgreSQL holds no invalid UTF-8",
+    "text seq": "seq is a BIGINT column in PostgreSQL",
+    "real seq": "seq is a BIGINT column in PostgreSQL",
+}
+
+
 @pytest.mark.parametrize("damage", list(BAD_ROWS), ids=list(BAD_ROWS))
 def test_a_damaged_row_is_skipped_with_one_line_and_the_session_stays_writable(
-    tmp_path: Path, damage: str
+    store_url: str, damage: str
 ) -> None:
-    path = tmp_path / "sessions.sqlite3"
+    if store_url.startswith("postgresql") and damage in NOT_IN_POSTGRES:
+        pytest.skip(NOT_IN_POSTGRES[damage])
     column, value = BAD_ROWS[damage]
-    with SqliteStore(path) as store:
+    with open_store(store_url) as store:
         session = store.create(WS, provider="p", model="m")
         store.add_user_message(session, "first")
         store.add_assistant_turn(
@@ -161,10 +172,14 @@ def test_a_damaged_row_is_skipped_with_one_line_and_the_session_stays_writable(
             session, Message(role="assistant", content="two"), status="done", transcript=[]
         )
     other = value if column != "seq" else value + "y" if isinstance(value, str) else 2.75  # seq is a key
-    with sqlite3.connect(path) as raw:  # the first turn (seq 3) and the second user message (seq 4)
-        raw.execute(f"UPDATE events SET {column} = ? WHERE session_id = ? AND seq = 3", (value, session))
-        raw.execute(f"UPDATE events SET {column} = ? WHERE session_id = ? AND seq = 4", (other, session))
-    with SqliteStore(path) as store:
+    # the first turn (seq 3) and the second user message (seq 4)
+    tamper(
+        store_url, f"UPDATE {{events}} SET {column} = ? WHERE session_id = ? AND seq = 3", (value, session)
+    )
+    tamper(
+        store_url, f"UPDATE {{events}} SET {column} = ? WHERE session_id = ? AND seq = 4", (other, session)
+    )
+    with open_store(store_url) as store:
         loaded = store.load(session)
         assert len(loaded.problems) == 2
         for problem in loaded.problems:
@@ -203,10 +218,21 @@ def test_wrong_typed_session_rows_list_and_load(tmp_path: Path) -> None:
 
 
 def _run(
-    cli: Run, server: FakeProviderServer, *args: str, expect: int | None = 0
+    cli: Run,
+    server: FakeProviderServer,
+    *args: str,
+    expect: int | None = 0,
+    extra_env: dict[str, str] | None = None,
 ) -> subprocess.CompletedProcess[str]:
     return cli(
-        "run", "--provider", "openai_chat", "--base-url", server.base_url("openai_chat"), *args, expect=expect
+        "run",
+        "--provider",
+        "openai_chat",
+        "--base-url",
+        server.base_url("openai_chat"),
+        *args,
+        expect=expect,
+        extra_env=extra_env,
     )
 
 
@@ -226,14 +252,13 @@ def test_the_command_line_recovers_from_a_garbage_database(
 
 
 def test_damaged_rows_are_reported_and_the_session_continues(
-    cli: Run, server: FakeProviderServer, data_dir: Path
+    cli: Run, server: FakeProviderServer, store_url: str
 ) -> None:
     server.push(Reply(text="One."), Reply(text="Two."), Reply(text="Three."))
     _run(cli, server, "first")
     _run(cli, server, "--continue", "second")
-    with sqlite3.connect(data_dir / "sessions.sqlite3") as raw:
-        raw.execute("UPDATE events SET data = ? WHERE seq = 3", ("[" * 200_000,))
-        raw.execute("UPDATE events SET seq = 'zzz' WHERE seq = 4")
+    tamper(store_url, "UPDATE {events} SET data = ? WHERE seq = 3", ("[" * 200_000,))
+    tamper(store_url, "UPDATE {events} SET data = ? WHERE seq = 4", ('{"content": 5}',))
     done = _run(cli, server, "--continue", "third")
     problems = [line for line in done.stderr.splitlines() if "skipped" in line]
     assert len(problems) == 2 and "Traceback" not in done.stderr, done.stderr
@@ -242,8 +267,12 @@ def test_damaged_rows_are_reported_and_the_session_continues(
 
 
 def test_a_session_has_one_writer_and_a_killed_writer_lets_go(
-    cli: Run, server: FakeProviderServer, workspace: Path
+    cli: Run, server: FakeProviderServer, workspace: Path, store_url: str, tmp_path: Path
 ) -> None:
+    """On PostgreSQL the refused processes have a home (data directory) of their own, as on another host."""
+    elsewhere = (
+        {"TURNMEMORY_DATA_DIR": str(tmp_path / "other-home")} if store_url.startswith("postgresql") else {}
+    )
     server.push(Reply(text="Started."))
     first = _run(cli, server, "start")
     session = first.stderr.split("session ")[-1].split()[0]
@@ -267,7 +296,7 @@ def test_a_session_has_one_writer_and_a_killed_writer_lets_go(
     holder = subprocess.Popen(
         [sys.executable, "-m", "turnmemory.cli", *args, "--sandbox", "off", "--continue", "work"],
         cwd=workspace,
-        env=cli.env,  # type: ignore[attr-defined]
+        env={**cli.env, "TURNMEMORY_STORE": store_url},  # type: ignore[attr-defined]
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
@@ -278,9 +307,9 @@ def test_a_session_has_one_writer_and_a_killed_writer_lets_go(
             time.sleep(0.05)
         assert "> start" in cli("show", session[:8]).stdout, "reading a session in use is fine"
         for refused in (
-            _run(cli, server, "--continue", "meanwhile", expect=2),
-            _run(cli, server, "--session", session[:8], "meanwhile", expect=2),
-            cli("chat", "--resume", session[:8], expect=2),
+            _run(cli, server, "--continue", "meanwhile", expect=2, extra_env=elsewhere),
+            _run(cli, server, "--session", session[:8], "meanwhile", expect=2, extra_env=elsewhere),
+            cli("chat", "--resume", session[:8], expect=2, extra_env=elsewhere),
         ):
             assert refused.stderr == (
                 f"turnmemory: session {session[:8]} is in use by another turnmemory process (pid {holder.pid}): "
@@ -296,19 +325,18 @@ def test_a_session_has_one_writer_and_a_killed_writer_lets_go(
     assert f"session {session}" in done.stderr
 
 
-def test_claims_are_per_process_and_released_on_close(tmp_path: Path) -> None:
-    path = tmp_path / "sessions.sqlite3"
-    with SqliteStore(path) as first:
+def test_claims_are_per_process_and_released_on_close(store_url: str) -> None:
+    with open_store(store_url) as first:
         session = first.create(WS, provider="p", model="m")
-        with SqliteStore(path) as second:
+        with open_store(store_url) as second:
             second.add_user_message(session, "same process, same writer")
         code = (
-            "import sys; from turnmemory.agent.store import SqliteStore, SessionBusy\n"
-            "store = SqliteStore(sys.argv[1])\n"
+            "import sys; from turnmemory.agent.store import open_store, SessionBusy\n"
+            "store = open_store(sys.argv[1])\n"
             "try:\n    store.claim(sys.argv[2])\nexcept SessionBusy as e:\n    print(e)\n"
         )
         busy = subprocess.run(
-            [sys.executable, "-c", code, str(path), session],
+            [sys.executable, "-c", code, store_url, session],
             capture_output=True,
             text=True,
             timeout=60,
@@ -317,7 +345,7 @@ def test_claims_are_per_process_and_released_on_close(tmp_path: Path) -> None:
         assert "is in use by another turnmemory process" in busy.stdout
         first.release(session)
         free = subprocess.run(
-            [sys.executable, "-c", code, str(path), session],
+            [sys.executable, "-c", code, store_url, session],
             capture_output=True,
             text=True,
             timeout=60,

@@ -1,8 +1,8 @@
-"""The SQLite sessions store: round trips, listing, prefixes, malformed rows, transcript items."""
+"""The sessions store, on SQLite and on PostgreSQL: round trips, listing, prefixes, malformed rows,
+concurrent writers, transcript items."""
 
 from __future__ import annotations
 
-import sqlite3
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -10,12 +10,12 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from tests.agent._support import tamper
 
 from turnmemory import Message, ToolActivity, TurnMemory, TurnRecorder
 from turnmemory.agent.store import (
     PREVIEW_BYTES,
     SessionStore,
-    SqliteStore,
     data_dir,
     open_store,
     transcript_items,
@@ -25,8 +25,8 @@ WS = "/home/dev/repo"
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> Iterator[SessionStore]:
-    with SqliteStore(tmp_path / "data" / "sessions.sqlite3") as opened:
+def store(store_url: str) -> Iterator[SessionStore]:
+    with open_store(store_url) as opened:
         yield opened
 
 
@@ -69,20 +69,20 @@ def test_partial_turns_join_the_conversation_and_dropped_pending_does_not(store:
     assert store.load(session).messages == (Message(role="user", content="go"), partial)
 
 
-def test_malformed_rows_are_reported_in_one_line_and_skipped(store: SessionStore) -> None:
+def test_malformed_rows_are_reported_in_one_line_and_skipped(store: SessionStore, store_url: str) -> None:
     session = store.create(WS, provider="p", model="m")
     store.add_user_message(session, "first")
     store.add_assistant_turn(session, _assistant("one"), status="done", transcript=[])
     store.add_user_message(session, "second")
     store.add_assistant_turn(session, _assistant("two"), status="done", transcript=[])
     store.add_user_message(session, "third")
-    with sqlite3.connect(store.path) as raw:
-        raw.execute("UPDATE events SET data = '{broken' WHERE session_id = ? AND seq = 3", (session,))
-        raw.execute(
-            'UPDATE events SET data = \'{"message": {"role": "assistant", "content": 5}}\' '
-            "WHERE session_id = ? AND seq = 5",
-            (session,),
-        )
+    tamper(store_url, "UPDATE {events} SET data = '{{broken' WHERE session_id = ? AND seq = 3", (session,))
+    tamper(
+        store_url,
+        'UPDATE {events} SET data = \'{{"message": {{"role": "assistant", "content": 5}}}}\' '
+        "WHERE session_id = ? AND seq = 5",
+        (session,),
+    )
     loaded = store.load(session)
     assert [m.content for m in loaded.messages] == ["first", "second", "third"]
     assert len(loaded.problems) == 2
@@ -140,13 +140,12 @@ def test_an_ambiguous_prefix_is_refused(store: SessionStore) -> None:
         store.resolve(shared)
 
 
-def test_concurrent_writers_never_collide(tmp_path: Path) -> None:
-    path = tmp_path / "sessions.sqlite3"
-    with SqliteStore(path) as setup:
+def test_concurrent_writers_never_collide(store_url: str) -> None:
+    with open_store(store_url) as setup:
         session = setup.create(WS, provider="p", model="m")
 
     def write(n: int) -> None:
-        with SqliteStore(path) as mine:
+        with open_store(store_url) as mine:
             for i in range(20):
                 mine.add_user_message(session, f"{n}-{i}")
 
@@ -155,7 +154,7 @@ def test_concurrent_writers_never_collide(tmp_path: Path) -> None:
         thread.start()
     for thread in threads:
         thread.join()
-    with SqliteStore(path) as check:
+    with open_store(store_url) as check:
         loaded = check.load(session)
     assert sorted(m.content for m in loaded.messages) == sorted(
         f"{n}-{i}" for n in range(4) for i in range(20)

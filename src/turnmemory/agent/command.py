@@ -12,7 +12,7 @@ from typing import Annotated
 import typer
 
 from turnmemory.agent._display import session_lines, timestamp
-from turnmemory.agent.config import ConfigError, load_config
+from turnmemory.agent.config import ConfigError, load_config, store_url
 from turnmemory.agent.headless import OutputFormat, RunRequest, run_headless
 from turnmemory.agent.store import SessionStore, SessionStoreError, open_store
 
@@ -71,8 +71,8 @@ def _fail(message: str) -> typer.Exit:
 def _open_store() -> SessionStore:
     """The default store, with what opening it found on stderr; a store that cannot open fails in one line."""
     try:
-        store = open_store()
-    except SessionStoreError as error:
+        store = open_store(store_url())
+    except (ConfigError, SessionStoreError) as error:
         raise _fail(str(error)) from None
     for notice in store.notices:
         print(f"turnmemory: {notice}", file=sys.stderr)

@@ -136,7 +136,8 @@ class Agent:
     rule is denied, with a reason the model sees). ``session_id`` resumes a stored session; without
     it a new one starts. ``extra_tools`` (the MCP wrappers) join the built-in tools, and
     ``mcp_catalogue`` the system prompt. ``spill`` is where cut outputs are kept during a turn (by
-    default a new area under the store's spill root).
+    default a new area under the store's spill root). ``loaded`` is the session ``session_id`` as
+    the caller already read it (read once per resume).
     """
 
     def __init__(
@@ -152,6 +153,7 @@ class Agent:
         extra_tools: Sequence[Tool] = (),
         mcp_catalogue: str = "",
         spill: SpillArea | None = None,
+        loaded: LoadedSession | None = None,
     ) -> None:
         self.config = config
         self.store = store
@@ -179,7 +181,7 @@ class Agent:
         else:
             self.session_id = session_id
             store.claim(session_id)  # one writer per session: another process's claim fails here
-            self._load(store.load(session_id))
+            self._load(loaded or store.load(session_id, transcripts=False))
         self.client = client_factory(config, self.session_id)
 
     # -- turns -------------------------------------------------------------------------------------
@@ -441,7 +443,7 @@ class Agent:
 
     def resume(self, session_id: str) -> None:
         """Continue the stored session ``session_id`` (``/resume``) with the model it last used."""
-        loaded = self.store.load(session_id)
+        loaded = self.store.load(session_id, transcripts=False)
         previous = self.session_id
         self.store.claim(session_id)
         self._drop_pending("resumed another session")

@@ -1,9 +1,10 @@
 """The sessions store: where the agent's sessions live, behind one interface.
 
 :class:`SessionStore` is the interface (what a session's events are, how they are written and read
-back); :class:`SqliteStore` keeps them in one SQLite file in the user data directory.
-:func:`open_store` opens the configured one. The display transcript of a turn
-(:func:`transcript_items`) is stored with it.
+back); :class:`SqliteStore` keeps them in one SQLite file in the user data directory (the default),
+``PostgresStore`` (``turnmemory.agent.store._postgres``, needs ``turnmemory[postgres]``) in a
+PostgreSQL database several hosts share. :func:`open_store` opens the one a URL names. The display
+transcript of a turn (:func:`transcript_items`) is stored with it.
 """
 
 from __future__ import annotations
@@ -56,6 +57,26 @@ def data_dir() -> Path:
     return Path(platformdirs.user_data_dir("turnmemory"))
 
 
-def open_store() -> SessionStore:
-    """The store in the user data directory (see :func:`data_dir`)."""
-    return SqliteStore(data_dir() / "sessions.sqlite3")
+def open_store(url: str | None = None) -> SessionStore:
+    """The store ``url`` names: ``postgresql://…`` (libpq's URL, with its query parameters) or
+    ``sqlite:///PATH``; SQLite in the user data directory (see :func:`data_dir`) when ``None``.
+    A store that cannot be opened is a one-line :class:`SessionStoreError` (never showing a password)."""
+    if not url:
+        return SqliteStore(data_dir() / "sessions.sqlite3")
+    scheme = url.partition(":")[0].lower()
+    if scheme == "sqlite" and url.startswith("sqlite://"):
+        path = url.removeprefix("sqlite://").partition("?")[0]
+        if not path.startswith("/"):
+            raise SessionStoreError(f"the store URL sqlite://{path} needs an absolute path: sqlite:///PATH")
+        return SqliteStore(Path(path))
+    if scheme in ("postgresql", "postgres"):
+        try:
+            from turnmemory.agent.store._postgres import PostgresStore
+        except ImportError:
+            raise SessionStoreError(
+                "a PostgreSQL session store needs psycopg: pip install 'turnmemory[postgres]'"
+            ) from None
+        return PostgresStore(url, data_dir())
+    raise SessionStoreError(
+        f"unsupported session store {scheme[:20]!r}: expected postgresql://… or sqlite:///PATH"
+    )

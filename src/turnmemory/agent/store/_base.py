@@ -4,10 +4,10 @@ A session's events, keyed by workspace:
 
 - ``session_started``: ``{workspace, provider, model}``
 - ``user_message``: ``{content}``, written before the turn runs, so a killed process loses no prompt
-- ``assistant_turn``: ``{message, status, error?, reason?, usage?, transcript}``: the turn's
-  ``Message`` (flattened prose and TurnMemory), how it ended (``done``, ``incomplete``,
-  ``interrupted``, ``error``), and the visible transcript items for display, whose tool outputs are
-  bounded, redacted previews
+- ``assistant_turn``: ``{message, status, error?, reason?, usage?}``: the turn's ``Message``
+  (flattened prose and TurnMemory) and how it ended (``done``, ``incomplete``, ``interrupted``,
+  ``error``); apart from it, its transcript: the visible items for display, whose tool outputs are
+  bounded, redacted previews (read to show a session, not to resume one)
 - ``pending_drop``: ``{message, reason}``: the pending state of an incomplete turn that was dropped
   (session, model or provider switch), as a historical ``Message``
 - ``compaction``: ``{replaces, mode, turns, freed, content}``: the first ``replaces`` messages of the
@@ -34,6 +34,7 @@ from typing import Any
 
 from turnmemory.agent.store._records import (
     LoadedSession,
+    NewEvent,
     SessionSummary,
     TurnStatus,
     encode,
@@ -93,7 +94,8 @@ class SessionStore(ABC):
         session_id = uuid.uuid4().hex
         self.claim(session_id)
         started = {"workspace": workspace, "provider": provider, "model": model}
-        self._create(session_id, workspace, time.time(), encode(started))
+        now = time.time()
+        self._create(session_id, workspace, NewEvent("session_started", now, encode(started)))
         return session_id
 
     def add_user_message(self, session_id: str, content: str) -> None:
@@ -119,8 +121,7 @@ class SessionStore(ABC):
             data["reason"] = redact(reason)
         if usage:
             data["usage"] = dict(usage)
-        data["transcript"] = list(transcript)
-        self.append(session_id, "assistant_turn", data)
+        self._write(session_id, "assistant_turn", data, transcript=encode(list(transcript)), status=status)
 
     def add_pending_drop(self, session_id: str, message: Message, *, reason: str) -> None:
         """Persist dropped pending state as the historical ``Message`` it converts to."""
@@ -130,19 +131,33 @@ class SessionStore(ABC):
         """Persist a compaction of the conversation (``Compaction.to_dict()``)."""
         self.append(session_id, "compaction", compaction)
 
-    def append(self, session_id: str, kind: str, data: Mapping[str, Any]) -> None:
-        """Append one event in its own transaction (claiming the session first)."""
+    def append(self, session_id: str, kind: str, data: Mapping[str, Any]) -> int:
+        """Append one event in its own transaction (claiming the session first); its seq."""
+        return self._write(session_id, kind, data)
+
+    def _write(
+        self,
+        session_id: str,
+        kind: str,
+        data: Mapping[str, Any],
+        *,
+        transcript: str | None = None,
+        status: str | None = None,
+    ) -> int:
         self.claim(session_id)
-        if self._append(session_id, kind, time.time(), encode(data)) is None:
+        seq = self._append(session_id, NewEvent(kind, time.time(), encode(data), transcript, status))
+        if seq is None:
             raise KeyError(f"no session {session_id!r}")
+        return seq
 
     # -- reading -----------------------------------------------------------------------------------
 
-    def load(self, session_id: str) -> LoadedSession:
+    def load(self, session_id: str, *, transcripts: bool = True) -> LoadedSession:
         """Read a session back; ``KeyError`` when there is no such session.
 
-        Unreadable rows are skipped, one line each in ``problems``."""
-        found = self._load(session_id)
+        Unreadable rows are skipped, one line each in ``problems``. Without ``transcripts`` (resuming:
+        the conversation needs none) the assistant turns' display transcripts are not read."""
+        found = self._load(session_id, transcripts)
         if found is None:
             raise KeyError(f"no session {session_id!r}")
         return read_session(*found)
@@ -175,18 +190,18 @@ class SessionStore(ABC):
     # -- what a backend provides -------------------------------------------------------------------
 
     @abstractmethod
-    def _create(self, session_id: str, workspace: str, now: float, started: str) -> None:
-        """Insert the session's row and its ``session_started`` event (``started``, JSON) at once."""
+    def _create(self, session_id: str, workspace: str, started: NewEvent) -> None:
+        """Insert the session's row and its ``session_started`` event at once."""
 
     @abstractmethod
-    def _append(self, session_id: str, kind: str, now: float, data: str) -> int | None:
-        """Append one event (``data``, JSON) after the session's last readable one, in its own
-        transaction; its seq, or ``None`` when there is no such session."""
+    def _append(self, session_id: str, event: NewEvent) -> int | None:
+        """Append one event after the session's last readable one, in its own transaction; its seq,
+        or ``None`` when there is no such session."""
 
     @abstractmethod
-    def _load(self, session_id: str) -> tuple[Sequence[Any], list[Sequence[Any]]] | None:
+    def _load(self, session_id: str, transcripts: bool) -> tuple[Sequence[Any], list[Sequence[Any]]] | None:
         """The session's row (id, workspace, created_at) and its event rows (seq, kind, created_at,
-        data) in seq order, or ``None``."""
+        data, transcript: ``None`` unless ``transcripts``) in seq order, or ``None``."""
 
     @abstractmethod
     def _summaries(self, workspace: str | None, limit: int, with_turns: bool) -> list[Sequence[Any]]:

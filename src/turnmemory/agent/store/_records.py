@@ -17,6 +17,7 @@ from turnmemory.memory import Message
 __all__ = [
     "MAX_DEPTH",
     "LoadedSession",
+    "NewEvent",
     "SessionBusy",
     "SessionEvent",
     "SessionInfo",
@@ -89,6 +90,18 @@ class LoadedSession:
         return found
 
 
+@dataclass(frozen=True, slots=True)
+class NewEvent:
+    """An event on its way into a store: its JSON ``data``, and apart from it the JSON of the turn's
+    display ``transcript`` (read only to show a session, never to resume one) and its ``status``."""
+
+    kind: str
+    created_at: float
+    data: str
+    transcript: str | None = None
+    status: str | None = None
+
+
 class SessionStoreError(Exception):
     """The sessions store cannot be used: one line saying why and how to recover."""
 
@@ -97,30 +110,38 @@ class SessionBusy(SessionStoreError):
     """Another process is writing to the session."""
 
 
-def encode(data: Mapping[str, Any]) -> str:
-    """An event's data as the JSON text a store keeps."""
+def encode(data: Mapping[str, Any] | Sequence[Any]) -> str:
+    """An event's data (or transcript) as the JSON text a store keeps."""
     return json.dumps(data, ensure_ascii=False, separators=(",", ":"))
 
 
 def read_session(session: Sequence[Any], rows: Sequence[Sequence[Any]]) -> LoadedSession:
     """A session from its row (id, workspace, created_at) and its event rows (seq, kind, created_at,
-    data) in order; unreadable event rows are skipped, one line each in ``problems``."""
+    data, transcript) in order; unreadable event rows are skipped, one line each in ``problems``.
+
+    ``transcript`` is ``None`` where it was not read (resuming) or is kept inside ``data`` (rows
+    written before it had a column of its own)."""
     session_id = _text(session[0])
     info = SessionInfo(id=session_id, workspace=_text(session[1]), created_at=_number(session[2]))
     events: list[SessionEvent] = []
     messages: list[Message] = []
     problems: list[str] = []
-    for seq, kind, created_at, raw in rows:
+    for seq, kind, created_at, raw, transcript in rows:
+        where = f"session {session_id[:8]} event {_label(seq)} ({_label(kind)})"
         try:
             data = _event_data(seq, kind, raw)
             message = _conversation_message(kind, data)
             if kind == "compaction":
                 messages[:] = Compaction.from_dict(data).apply(messages)
         except ValueError as error:
-            problems.append(
-                f"session {session_id[:8]} event {_label(seq)} ({_label(kind)}) skipped: {one_line(str(error))}"
-            )
+            problems.append(f"{where} skipped: {one_line(str(error))}")
             continue
+        if transcript is not None:
+            try:
+                data["transcript"] = _transcript(transcript)
+            except ValueError as error:
+                problems.append(f"{where}: its transcript is not shown: {one_line(str(error))}")
+                data["transcript"] = []
         if kind == "session_started":
             info = SessionInfo(
                 id=info.id,
@@ -158,17 +179,32 @@ def _event_data(seq: Any, kind: Any, raw: Any) -> dict[str, Any]:
         raise ValueError(f"seq {one_line(repr(seq))} is not an integer")
     if not isinstance(kind, str):
         raise ValueError("kind is not text")
-    if not isinstance(raw, str):
-        raise ValueError("data is not text")
-    try:
-        data = json.loads(raw)
-    except RecursionError:
-        raise ValueError(f"data is nested deeper than {MAX_DEPTH} levels") from None
+    data = _json(raw, "data")
     if not isinstance(data, dict):
         raise ValueError("expected a JSON object")
-    if _depth(data) > MAX_DEPTH:
-        raise ValueError(f"data is nested deeper than {MAX_DEPTH} levels")
     return data
+
+
+def _transcript(raw: Any) -> list[Any]:
+    items = _json(raw, "transcript")
+    if not isinstance(items, list):
+        raise ValueError("transcript: expected a list")
+    return items
+
+
+def _json(raw: Any, name: str) -> Any:
+    """A column's JSON, at most :data:`MAX_DEPTH` levels deep; ``ValueError`` when unreadable."""
+    if not isinstance(raw, str):
+        raise ValueError(f"{name} is not text")
+    try:
+        value = json.loads(raw)
+    except RecursionError:
+        raise ValueError(f"{name} is nested deeper than {MAX_DEPTH} levels") from None
+    except ValueError as error:
+        raise ValueError(f"{name} is not JSON ({error})") from None
+    if _depth(value) > MAX_DEPTH:
+        raise ValueError(f"{name} is nested deeper than {MAX_DEPTH} levels")
+    return value
 
 
 def _depth(value: Any) -> int:

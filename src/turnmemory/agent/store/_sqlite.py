@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from turnmemory.agent.store._base import SessionStore
-from turnmemory.agent.store._records import SessionBusy, SessionStoreError, one_line
+from turnmemory.agent.store._records import NewEvent, SessionBusy, SessionStoreError, one_line
 
 __all__ = ["SqliteStore"]
 
@@ -40,6 +40,7 @@ CREATE TABLE IF NOT EXISTS events (
     kind TEXT NOT NULL,
     created_at REAL NOT NULL,
     data TEXT NOT NULL,
+    transcript TEXT,
     PRIMARY KEY (session_id, seq)
 );
 """
@@ -89,6 +90,9 @@ class SqliteStore(SessionStore):
             for statement in _SCHEMA.split(";"):
                 if statement.strip():
                     db.execute(statement)
+            columns = {row[1] for row in db.execute("PRAGMA table_info(events)")}
+            if "transcript" not in columns:  # a database written before transcripts had a column
+                db.execute("ALTER TABLE events ADD COLUMN transcript TEXT")
             db.execute("COMMIT")
         except BaseException:
             db.close()
@@ -134,19 +138,19 @@ class SqliteStore(SessionStore):
 
     # -- the backend's primitives ------------------------------------------------------------------
 
-    def _create(self, session_id: str, workspace: str, now: float, started: str) -> None:
+    def _create(self, session_id: str, workspace: str, started: NewEvent) -> None:
         with self._transaction():
             self._db.execute(
                 "INSERT INTO sessions (id, workspace, created_at, updated_at) VALUES (?, ?, ?, ?)",
-                (session_id, workspace, now, now),
+                (session_id, workspace, started.created_at, started.created_at),
             )
-            self._insert(session_id, "session_started", now, started)
+            self._insert(session_id, started)
 
-    def _append(self, session_id: str, kind: str, now: float, data: str) -> int | None:
+    def _append(self, session_id: str, event: NewEvent) -> int | None:
         with self._transaction():
-            return self._insert(session_id, kind, now, data)
+            return self._insert(session_id, event)
 
-    def _load(self, session_id: str) -> tuple[Sequence[Any], list[Sequence[Any]]] | None:
+    def _load(self, session_id: str, transcripts: bool) -> tuple[Sequence[Any], list[Sequence[Any]]] | None:
         with self._guarded():
             row = self._db.execute(
                 "SELECT id, workspace, created_at FROM sessions WHERE id = ?", (session_id,)
@@ -154,7 +158,8 @@ class SqliteStore(SessionStore):
             if row is None:
                 return None
             rows = self._db.execute(
-                "SELECT seq, kind, created_at, data FROM events WHERE session_id = ? ORDER BY seq",
+                f"SELECT seq, kind, created_at, data, {'transcript' if transcripts else 'NULL'} FROM events "
+                "WHERE session_id = ? ORDER BY seq",
                 (session_id,),
             ).fetchall()
         return row, rows
@@ -219,9 +224,11 @@ class SqliteStore(SessionStore):
                 raise
             self._db.execute("COMMIT")
 
-    def _insert(self, session_id: str, kind: str, now: float, data: str) -> int | None:
+    def _insert(self, session_id: str, event: NewEvent) -> int | None:
         if (
-            self._db.execute("UPDATE sessions SET updated_at = ? WHERE id = ?", (now, session_id)).rowcount
+            self._db.execute(
+                "UPDATE sessions SET updated_at = ? WHERE id = ?", (event.created_at, session_id)
+            ).rowcount
             == 0
         ):
             return None
@@ -230,8 +237,8 @@ class SqliteStore(SessionStore):
             (session_id,),
         ).fetchone()
         self._db.execute(
-            "INSERT INTO events (session_id, seq, kind, created_at, data) VALUES (?, ?, ?, ?, ?)",
-            (session_id, seq, kind, now, data),
+            "INSERT INTO events (session_id, seq, kind, created_at, data, transcript) VALUES (?, ?, ?, ?, ?, ?)",
+            (session_id, seq, event.kind, event.created_at, event.data, event.transcript),
         )
         return int(seq)
 
