@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from turnmemory.agent.store._base import SessionStore
 from turnmemory.agent.store._records import (
@@ -40,6 +41,7 @@ __all__ = [
     "data_dir",
     "open_store",
     "preview",
+    "printable_url",
     "transcript_items",
 ]
 
@@ -55,6 +57,17 @@ def data_dir() -> Path:
     import platformdirs
 
     return Path(platformdirs.user_data_dir("turnmemory"))
+
+
+def printable_url(url: str) -> str:
+    """A store URL as it may be printed: scheme, user, host, port and path; never a password or a query."""
+    try:
+        parts = urlsplit(url)
+        port = f":{parts.port}" if parts.port else ""
+    except ValueError:
+        return url.partition(":")[0][:20] + "://…"
+    user = f"{parts.username}@" if parts.username else ""
+    return f"{parts.scheme}://{user}{parts.hostname or ''}{port}{parts.path}"
 
 
 def open_store(url: str | None = None) -> SessionStore:

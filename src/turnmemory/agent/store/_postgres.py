@@ -29,10 +29,11 @@ import psycopg
 from psycopg.adapt import Loader
 from psycopg.conninfo import conninfo_to_dict
 
+from turnmemory.agent.store import printable_url
 from turnmemory.agent.store._base import SessionStore
 from turnmemory.agent.store._records import NewEvent, SessionBusy, SessionStoreError, one_line
 
-__all__ = ["RECONNECT_SECONDS", "PostgresStore", "shown_url"]
+__all__ = ["RECONNECT_SECONDS", "PostgresStore"]
 
 RECONNECT_SECONDS = 15.0
 """How long a lost connection is tried again before a statement fails."""
@@ -65,17 +66,6 @@ _SCHEMA_LOCK = 0x746D_7363_6865_6D61  # "tmschema": one process creates the tabl
 _HOLDER = re.compile(r"turnmemory pid (\d{1,10}) on ([A-Za-z0-9.-]{1,40})")
 
 T = TypeVar("T")
-
-
-def shown_url(url: str) -> str:
-    """The store's URL as it may be printed: host, port and database, never a password."""
-    try:
-        parts = conninfo_to_dict(url)
-    except psycopg.Error:
-        return "postgresql://…"
-    host = str(parts.get("host") or "localhost")
-    port = f":{parts['port']}" if parts.get("port") else ""
-    return f"postgresql://{host}{port}/{parts.get('dbname') or ''}"
 
 
 class PostgresStore(SessionStore):
@@ -247,7 +237,7 @@ class _Server:
 
     def __init__(self, url: str) -> None:
         self.url = url
-        self.shown = shown_url(url)
+        self.shown = printable_url(url)
         self._db: psycopg.Connection[Any] | None = None
         self._mutex = threading.RLock()
         self._users = 0
