@@ -353,3 +353,74 @@ def test_claims_are_per_process_and_released_on_close(store_url: str) -> None:
         )
         assert free.stdout == ""
     assert issubclass(SessionBusy, SessionStoreError)
+
+
+# -- hostile column values ----------------------------------------------------------------------
+
+HOSTILE_TIMES = {
+    "sqlite": ["1e300", "1e999", "-1e999", "9223372036854775807", "'yesterday'", "x'00ff'"],
+    "postgresql": ["1e300", "'NaN'", "'Infinity'", "'-Infinity'", "-1", "9.2e18"],
+}
+
+
+@pytest.mark.parametrize("column", ["created_at", "updated_at"])
+def test_hostile_times_are_one_line_each_through_show_and_sessions(
+    cli: Run, server: FakeProviderServer, store_url: str, column: str
+) -> None:
+    backend = store_url.partition(":")[0]
+    server.push(Reply(text="One."), Reply(text="Two."))
+    _run(cli, server, "first")
+    _run(cli, server, "--continue", "second")
+    with open_store(store_url) as store:
+        session = store.sessions()[0].id
+    values = HOSTILE_TIMES[backend]
+    tamper(store_url, f"UPDATE {{sessions}} SET {column} = {values[0]}")
+    for seq, value in enumerate(values[1:], start=1):  # the session's row, then one per event
+        tamper(store_url, f"UPDATE {{events}} SET created_at = {value} WHERE seq = ?", (seq,))
+    listed = cli("sessions")
+    assert "Traceback" not in listed.stderr
+    assert session[:8] in listed.stdout and "second" in listed.stdout, "the session is still listed"
+    assert [line for line in listed.stderr.splitlines() if "is not a time" in line] == [
+        f"turnmemory: session {session[:8]}: {column} 1e+300 is not a time; shown as unknown"
+    ]
+    if column == "created_at":
+        assert "unknown" in listed.stdout
+    assert '"updated": 0.0' in cli("sessions", "--format", "json").stdout or column != "updated_at"
+    shown = cli("show", session[:8])
+    assert "Traceback" not in shown.stderr
+    assert "> first" in shown.stdout and "> second" in shown.stdout and "Two." in shown.stdout
+    problems = [line for line in shown.stderr.splitlines() if "is not a time" in line]
+    assert len(problems) == 5 + (column == "created_at"), shown.stderr
+    assert cli("show", "--format", "json", session[:8]).stdout.count('"created_at": 0.0') == 5
+    server.push(Reply(text="Three."))
+    assert "Three." in _run(cli, server, "--continue", "third").stdout, "the session is still writable"
+
+
+def test_hostile_text_columns_and_json_constants_are_read_safely(
+    cli: Run, server: FakeProviderServer, store_url: str
+) -> None:
+    server.push(Reply(text="One."), Reply(text="Two."))
+    _run(cli, server, "first")
+    _run(cli, server, "--continue", "second")
+    with open_store(store_url) as store:
+        session = store.sessions()[0].id
+    tamper(store_url, "UPDATE {sessions} SET workspace = ?", ("/ws\x1b]0;pwned\x07\x1b[2J",))
+    tamper(store_url, "UPDATE {events} SET data = ? WHERE seq = 2", ('{"content": NaN}',))
+    tamper(
+        store_url, "UPDATE {events} SET data = ? WHERE seq = 3", ('{"message": 1e999999, "status": "done"}',)
+    )
+    tamper(store_url, "UPDATE {events} SET seq = 9223372036854775807 WHERE seq = 4")
+    for args in (["sessions"], ["show", session[:8]], ["sessions", "--format", "json"]):
+        done = cli(*args)
+        assert "Traceback" not in done.stderr and "\x1b" not in done.stdout + done.stderr, args
+    shown = cli("show", session[:8])
+    assert "\\x1b]0;pwned" in shown.stdout, "the hostile workspace is shown as visible escapes"
+    skipped = [line for line in shown.stderr.splitlines() if "skipped" in line]
+    assert len(skipped) == 2 and "NaN is not a JSON number" in skipped[0], shown.stderr
+    server.push(Reply(text="Three."))
+    _run(cli, server, "--session", session, "third")
+    with open_store(store_url) as store:
+        loaded = store.load(session)
+    contents = [m.content for m in loaded.messages]
+    assert contents[-3:] == ["third", "Three.", "second"], "the row with the huge seq sorts last"
+    assert max(e.seq for e in loaded.events) == 9223372036854775807, "the huge seq is kept, not overflowed"

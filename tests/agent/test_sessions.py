@@ -20,6 +20,7 @@ from turnmemory.agent.store import (
     open_store,
     transcript_items,
 )
+from turnmemory.agent.store._records import LATEST_TIME
 
 WS = "/home/dev/repo"
 
@@ -230,3 +231,46 @@ def test_loading_gives_back_what_was_stored(store: SessionStore, messages: list[
             store.add_assistant_turn(session, message, status="done", transcript=[])
     kept = [m for m in messages if m.role == "user" or m.content or m.turn_memory is not None]
     assert list(store.load(session).messages) == kept
+
+
+_COLUMN_VALUES = st.one_of(
+    st.floats(allow_nan=False),
+    st.integers(-(2**63), 2**63 - 1),
+    st.text(max_size=20),
+    st.binary(max_size=20),
+)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(created=_COLUMN_VALUES, updated=_COLUMN_VALUES, event=_COLUMN_VALUES, workspace=_COLUMN_VALUES)
+def test_any_column_value_reads_as_a_time_in_range_or_one_line(
+    tmp_path: Path, created: object, updated: object, event: object, workspace: object
+) -> None:
+    url = f"sqlite://{tmp_path}/property.sqlite3"
+    with open_store(url) as store:
+        session = store.create(WS, provider="p", model="m")
+        store.add_user_message(session, "hello")
+    tamper(
+        url,
+        "UPDATE {sessions} SET created_at = ?, updated_at = ?, workspace = ?",
+        (created, updated, workspace),
+    )
+    tamper(url, "UPDATE {events} SET created_at = ?", (event,))
+    with open_store(url) as store:
+        (listed,) = [s for s in store.sessions() if s.id == session]
+        loaded = store.load(session)
+    for value in (
+        listed.created_at,
+        listed.updated_at,
+        loaded.info.created_at,
+        *(e.created_at for e in loaded.events),
+    ):
+        assert 0 <= value <= LATEST_TIME
+    assert [m.content for m in loaded.messages] == ["hello"], "the session stays readable"
+    for problem in (*listed.problems, *loaded.problems):
+        assert "\n" not in problem and session[:8] in problem
+    time_problems = [p for p in listed.problems if "is not a time" in p]
+    numbers = [v for v in (created, updated) if isinstance(v, (int, float))]  # kept as numbers by SQLite
+    assert len(time_problems) >= sum(not 0 <= v <= LATEST_TIME for v in numbers)
+    if len(numbers) == 2 and all(0 <= v <= LATEST_TIME for v in numbers):
+        assert not time_problems and (listed.created_at, listed.updated_at) == (created, updated)

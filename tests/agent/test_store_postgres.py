@@ -165,7 +165,9 @@ def test_an_unreachable_store_is_one_line_without_its_password(cli: Run, tmp_pat
         assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
         assert "hunter2" not in done.stderr + done.stdout
     shown = cli("config", extra_env={"TURNMEMORY_STORE": url}).stdout
-    assert "postgresql://agent@/turnmemory" in shown and "TURNMEMORY_STORE" in shown and "hunter2" not in shown
+    assert (
+        "postgresql://agent@/turnmemory" in shown and "TURNMEMORY_STORE" in shown and "hunter2" not in shown
+    )
 
 
 def test_the_store_is_chosen_by_its_url(

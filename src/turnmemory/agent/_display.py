@@ -124,8 +124,8 @@ def _attached_lines(item: Mapping[str, Any]) -> list[str]:
 
 
 def timestamp(seconds: float) -> str:
-    """Local time, to the minute."""
-    return time.strftime("%Y-%m-%d %H:%M", time.localtime(seconds))
+    """Local time, to the minute; ``unknown`` for 0 (a stored time that could not be read)."""
+    return time.strftime("%Y-%m-%d %H:%M", time.localtime(seconds)) if seconds > 0 else "unknown"
 
 
 def _compact(value: Any) -> str:

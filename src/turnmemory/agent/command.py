@@ -11,6 +11,7 @@ from typing import Annotated
 
 import typer
 
+from turnmemory._text import terminal_safe
 from turnmemory.agent._display import session_lines, timestamp
 from turnmemory.agent.config import ConfigError, load_config, store_url
 from turnmemory.agent.headless import OutputFormat, RunRequest, run_headless
@@ -216,6 +217,8 @@ def sessions(
             )
         except SessionStoreError as error:
             raise _fail(str(error)) from None
+    for problem in (problem for s in found for problem in s.problems):
+        print(f"turnmemory: {terminal_safe(problem)}", file=sys.stderr)
     if output == "json":
         rows = [
             {
@@ -234,12 +237,12 @@ def sessions(
         print("no sessions" if show_all else "no sessions with a completed turn (--all lists every session)")
         return
     width = max(80, shutil.get_terminal_size((80, 24)).columns) if sys.stdout.isatty() else 80
-    places = [_home_relative(s.workspace) for s in found]
+    places = [terminal_safe(_home_relative(s.workspace)) for s in found]
     place_width = min(28, max(len("WORKSPACE"), *(len(place) for place in places)))
     room = width - 10 - 18 - 5 - 2 - place_width - 2
     print(f"{'ID':<10}{'STARTED':<18}{'TURNS':>5}  {'WORKSPACE':<{place_width}}  LAST PROMPT")
     for s, place in zip(found, places, strict=True):
-        prompt = " ".join((s.last_prompt or "").split())
+        prompt = terminal_safe(" ".join((s.last_prompt or "").split()))
         print(
             f"{s.id[:8]:<10}{timestamp(s.created_at):<18}{s.turns:>5}  "
             f"{_cut_middle(place, place_width):<{place_width}}  {_cut_end(prompt, room)}"
@@ -282,8 +285,8 @@ def show(
         )
         return
     for problem in loaded.problems:
-        print(f"turnmemory: {problem}", file=sys.stderr)
-    print("\n".join(session_lines(loaded)))
+        print(f"turnmemory: {terminal_safe(problem)}", file=sys.stderr)
+    print(terminal_safe("\n".join(session_lines(loaded))))
 
 
 def config(

@@ -160,7 +160,7 @@ class SessionStore(ABC):
         found = self._load(session_id, transcripts)
         if found is None:
             raise KeyError(f"no session {session_id!r}")
-        return read_session(*found)
+        return read_session(*found, display=transcripts)
 
     def sessions(
         self, workspace: str | None = None, *, limit: int = 50, with_turns: bool = False

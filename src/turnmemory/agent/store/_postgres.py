@@ -31,7 +31,7 @@ from psycopg.conninfo import conninfo_to_dict
 
 from turnmemory.agent.store import printable_url
 from turnmemory.agent.store._base import SessionStore
-from turnmemory.agent.store._records import NewEvent, SessionBusy, SessionStoreError, one_line
+from turnmemory.agent.store._records import SEQ_LIMIT, NewEvent, SessionBusy, SessionStoreError, one_line
 
 __all__ = ["RECONNECT_SECONDS", "PostgresStore"]
 
@@ -131,10 +131,10 @@ class PostgresStore(SessionStore):
                     == 0
                 ):
                     return None
-                last = db.execute(
-                    "SELECT seq, kind, created_at FROM turnmemory_events WHERE session_id = %s "
+                last = db.execute(  # a damaged row's huge seq must not make the next one overflow
+                    "SELECT seq, kind, created_at FROM turnmemory_events WHERE session_id = %s AND seq < %s "
                     "ORDER BY seq DESC LIMIT 1",
-                    (session_id,),
+                    (session_id, SEQ_LIMIT),
                 ).fetchone()
                 if last is not None and (last[1], last[2]) == (event.kind, event.created_at):
                     return int(last[0])  # written by an attempt whose commit was not acknowledged

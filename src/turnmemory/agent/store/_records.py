@@ -16,6 +16,7 @@ from turnmemory.memory import Message
 
 __all__ = [
     "MAX_DEPTH",
+    "SEQ_LIMIT",
     "LoadedSession",
     "NewEvent",
     "SessionBusy",
@@ -34,6 +35,10 @@ TurnStatus = Literal["done", "incomplete", "interrupted", "error"]
 
 MAX_DEPTH = 32
 """The deepest nesting of a stored event's JSON that loading accepts (events are a few levels deep)."""
+SEQ_LIMIT = 2**62
+"""Events are numbered below this: a damaged row's larger seq does not make the next one overflow."""
+LATEST_TIME = 253402300799.0
+"""The latest time a stored time may be (9999-12-31): later ones, NaN and infinities are unknown (0)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,6 +62,8 @@ class SessionSummary:
     updated_at: float
     turns: int
     last_prompt: str | None
+    problems: tuple[str, ...] = ()
+    """One line per column of the session's row that could not be read (its value is unknown)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,17 +122,21 @@ def encode(data: Mapping[str, Any] | Sequence[Any]) -> str:
     return json.dumps(data, ensure_ascii=False, separators=(",", ":"))
 
 
-def read_session(session: Sequence[Any], rows: Sequence[Sequence[Any]]) -> LoadedSession:
+def read_session(session: Sequence[Any], rows: Sequence[Sequence[Any]], *, display: bool) -> LoadedSession:
     """A session from its row (id, workspace, created_at) and its event rows (seq, kind, created_at,
     data, transcript) in order; unreadable event rows are skipped, one line each in ``problems``.
+    For ``display``, each event's message is replaced by the one validated for the conversation.
 
     ``transcript`` is ``None`` where it was not read (resuming) or is kept inside ``data`` (rows
     written before it had a column of its own)."""
     session_id = _text(session[0])
-    info = SessionInfo(id=session_id, workspace=_text(session[1]), created_at=_number(session[2]))
+    problems: list[str] = []
+    columns = _Columns(f"session {session_id[:8]}", problems)
+    info = SessionInfo(
+        id=session_id, workspace=columns.text("workspace", session[1]), created_at=columns.time(session[2])
+    )
     events: list[SessionEvent] = []
     messages: list[Message] = []
-    problems: list[str] = []
     for seq, kind, created_at, raw, transcript in rows:
         where = f"session {session_id[:8]} event {_label(seq)} ({_label(kind)})"
         try:
@@ -150,7 +161,10 @@ def read_session(session: Sequence[Any], rows: Sequence[Sequence[Any]]) -> Loade
                 provider=str(data.get("provider", "")),
                 model=str(data.get("model", "")),
             )
-        events.append(SessionEvent(seq=seq, kind=kind, created_at=_number(created_at), data=data))
+        if display and kind in ("assistant_turn", "pending_drop"):  # what is shown is what loads
+            data["message"] = (message or Message.from_dict(data.get("message"))).to_dict()
+        created = _Columns(where, problems).time(created_at)
+        events.append(SessionEvent(seq=seq, kind=kind, created_at=created, data=data))
         if message is not None:
             messages.append(message)
     return LoadedSession(info=info, events=tuple(events), messages=tuple(messages), problems=tuple(problems))
@@ -158,14 +172,44 @@ def read_session(session: Sequence[Any], rows: Sequence[Sequence[Any]]) -> Loade
 
 def summary(row: Sequence[Any]) -> SessionSummary:
     """A listed session from its row (id, workspace, created_at, updated_at, turns, last prompt's data)."""
+    problems: list[str] = []
+    session_id = _text(row[0])
+    columns = _Columns(f"session {session_id[:8]}", problems)
     return SessionSummary(
-        id=str(row[0]),
-        workspace=_text(row[1]),
-        created_at=_number(row[2]),
-        updated_at=_number(row[3]),
+        id=session_id,
+        workspace=columns.text("workspace", row[1]),
+        created_at=columns.time(row[2]),
+        updated_at=columns.time(row[3], "updated_at"),
         turns=int(row[4]),
         last_prompt=_prompt(row[5]),
+        problems=tuple(problems),
     )
+
+
+class _Columns:
+    """Reads a row's plain columns: a value that cannot be read is one line in ``problems``."""
+
+    def __init__(self, where: str, problems: list[str]) -> None:
+        self.where = where
+        self.problems = problems
+
+    def time(self, value: Any, name: str = "created_at") -> float:
+        """Seconds since the epoch; 0 (unknown) for anything else: text, NaN, 1e300, a blob."""
+        if (
+            isinstance(value, (int, float))
+            and not isinstance(value, bool)
+            and 0 <= value <= LATEST_TIME  # NaN compares false
+        ):
+            return float(value)
+        self.problems.append(f"{self.where}: {name} {_label(value)} is not a time; shown as unknown")
+        return 0.0
+
+    def text(self, name: str, value: Any) -> str:
+        """Text; anything else is shown as text (bytes not UTF-8 with replacement characters)."""
+        if isinstance(value, str):
+            return value
+        self.problems.append(f"{self.where}: {name} is not text; shown as {_label(_text(value))}")
+        return _text(value)
 
 
 def one_line(text: str) -> str:
@@ -185,6 +229,10 @@ def _event_data(seq: Any, kind: Any, raw: Any) -> dict[str, Any]:
     return data
 
 
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
+
+
 def _transcript(raw: Any) -> list[Any]:
     items = _json(raw, "transcript")
     if not isinstance(items, list):
@@ -197,7 +245,7 @@ def _json(raw: Any, name: str) -> Any:
     if not isinstance(raw, str):
         raise ValueError(f"{name} is not text")
     try:
-        value = json.loads(raw)
+        value = json.loads(raw, parse_constant=_no_constant)
     except RecursionError:
         raise ValueError(f"{name} is nested deeper than {MAX_DEPTH} levels") from None
     except ValueError as error:
@@ -220,10 +268,6 @@ def _depth(value: Any) -> int:
             for child in (item.values() if isinstance(item, dict) else item)
         ]
     return deepest
-
-
-def _number(value: Any) -> float:
-    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else 0.0
 
 
 def _text(value: Any) -> str:
@@ -259,7 +303,7 @@ def _prompt(raw: str | None) -> str | None:
     if raw is None:
         return None
     try:
-        content = json.loads(raw).get("content")
+        content = json.loads(raw, parse_constant=_no_constant).get("content")
     except (ValueError, AttributeError, TypeError, RecursionError):
         return None
     return content if isinstance(content, str) else None

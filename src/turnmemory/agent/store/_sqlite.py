@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from turnmemory.agent.store._base import SessionStore
-from turnmemory.agent.store._records import NewEvent, SessionBusy, SessionStoreError, one_line
+from turnmemory.agent.store._records import SEQ_LIMIT, NewEvent, SessionBusy, SessionStoreError, one_line
 
 __all__ = ["SqliteStore"]
 
@@ -232,9 +232,10 @@ class SqliteStore(SessionStore):
             == 0
         ):
             return None
-        (seq,) = self._db.execute(  # a damaged row's non-integer seq must not block the session
-            "SELECT COALESCE(MAX(seq), 0) + 1 FROM events WHERE session_id = ? AND typeof(seq) = 'integer'",
-            (session_id,),
+        (seq,) = self._db.execute(  # a damaged row's seq (not an integer, or huge) must not block the session
+            "SELECT COALESCE(MAX(seq), 0) + 1 FROM events"
+            " WHERE session_id = ? AND typeof(seq) = 'integer' AND seq < ?",
+            (session_id, SEQ_LIMIT),
         ).fetchone()
         self._db.execute(
             "INSERT INTO events (session_id, seq, kind, created_at, data, transcript) VALUES (?, ?, ?, ?, ?, ?)",
