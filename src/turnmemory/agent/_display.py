@@ -59,6 +59,9 @@ def session_lines(loaded: LoadedSession) -> list[str]:
             lines.append(
                 f"[pending state dropped ({data.get('reason', '')}); its memory: {_compact(memory)}]"
             )
+        elif event.kind == "rewind":
+            lines.append("")
+            lines.append(f"[rewind: the last {data.get('turns')} turns above left the conversation]")
         elif event.kind == "compaction":
             done = "summarized" if data.get("mode") == "summary" else "dropped"
             lines.append("")

@@ -1,4 +1,4 @@
-"""The agent's subcommands: ``run`` (headless), ``chat`` (the REPL), ``sessions`` and ``show``."""
+"""The agent's subcommands: ``run`` (headless), ``chat`` (the REPL), ``sessions``, ``show`` and ``rewind``."""
 
 from __future__ import annotations
 
@@ -289,6 +289,35 @@ def show(
     print(terminal_safe("\n".join(session_lines(loaded))))
 
 
+def rewind(
+    session: Annotated[
+        str | None,
+        typer.Option("--session", help="The session (id or prefix; default: the workspace's latest)."),
+    ] = None,
+    turns: Annotated[int, typer.Option("--turns", min=1, help="How many of the last turns to rewind.")] = 1,
+    workspace: _Workspace = None,
+) -> None:
+    """Rewind a session's last turns: they leave the conversation and its memory, and the files
+    write_file and edit_file changed in them get their content from before those turns back.
+
+    A file changed since by someone else is reported and skipped. Changes made by bash commands are
+    not tracked and not undone.
+    """
+    from turnmemory.agent._runtime import pick_session
+    from turnmemory.agent.rewind import rewind as rewind_session
+
+    place = _workspace(workspace)
+    with _open_store() as store:
+        try:
+            session_id = pick_session(store, place, session, latest=session is None)
+            assert session_id is not None
+            store.claim(session_id)
+            lines = rewind_session(store, session_id, turns, ask=None)
+        except (ConfigError, KeyError, SessionStoreError) as error:
+            raise _fail(str(error.args[0] if isinstance(error, KeyError) else error)) from None
+    print("\n".join(terminal_safe(line) for line in lines))
+
+
 def config(
     provider: _Provider = None,
     model: _Model = None,
@@ -342,9 +371,10 @@ def config(
 
 
 def register(app: typer.Typer) -> None:
-    """Add ``run``, ``chat``, ``sessions``, ``show`` and ``config`` to the ``turnmemory`` command."""
+    """Add ``run``, ``chat``, ``sessions``, ``show``, ``rewind`` and ``config`` to the ``turnmemory`` command."""
     app.command("config")(config)
     app.command("run")(run)
     app.command("chat")(chat)
     app.command("sessions")(sessions)
     app.command("show")(show)
+    app.command("rewind")(rewind)

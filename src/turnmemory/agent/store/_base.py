@@ -13,6 +13,8 @@ A session's events, keyed by workspace:
 - ``compaction``: ``{replaces, mode, turns, freed, content}``: the first ``replaces`` messages of the
   conversation so far became one user message, ``content`` (see :mod:`turnmemory.agent.compaction`)
 - ``model_switch``: ``{provider, model}``
+- ``rewind``: ``{from_seq, turns}``: the turns from the user message ``from_seq`` on left the
+  conversation (see :mod:`turnmemory.agent.rewind`); their events stay, for the record
 
 Resuming rebuilds the conversation from user messages and assistant messages (prose plus memory)
 only; transcripts are never sent to a model. Partial turns (incomplete, interrupted) are part of the
@@ -98,9 +100,9 @@ class SessionStore(ABC):
         self._create(session_id, workspace, NewEvent("session_started", now, encode(started)))
         return session_id
 
-    def add_user_message(self, session_id: str, content: str) -> None:
-        """Persist a prompt (before its turn runs)."""
-        self.append(session_id, "user_message", {"content": content})
+    def add_user_message(self, session_id: str, content: str) -> int:
+        """Persist a prompt (before its turn runs); its seq, which names the turn."""
+        return self.append(session_id, "user_message", {"content": content})
 
     def add_assistant_turn(
         self,

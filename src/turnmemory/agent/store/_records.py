@@ -137,6 +137,7 @@ def read_session(session: Sequence[Any], rows: Sequence[Sequence[Any]], *, displ
     )
     events: list[SessionEvent] = []
     messages: list[Message] = []
+    turns: dict[int, int] = {}  # the seq of each turn's prompt since the last compaction -> its message
     for seq, kind, created_at, raw, transcript in rows:
         where = f"session {session_id[:8]} event {_label(seq)} ({_label(kind)})"
         try:
@@ -144,6 +145,16 @@ def read_session(session: Sequence[Any], rows: Sequence[Sequence[Any]], *, displ
             message = _conversation_message(kind, data)
             if kind == "compaction":
                 messages[:] = Compaction.from_dict(data).apply(messages)
+                turns.clear()
+            elif kind == "rewind":
+                first = data.get("from_seq")
+                start = turns.get(first) if isinstance(first, int) and not isinstance(first, bool) else None
+                if start is None:
+                    raise ValueError("rewind.from_seq: not a turn since the last compaction")
+                del messages[start:]
+                turns = {turn: at for turn, at in turns.items() if at < start}
+            elif kind == "user_message":
+                turns[seq] = len(messages)
         except ValueError as error:
             problems.append(f"{where} skipped: {one_line(str(error))}")
             continue
