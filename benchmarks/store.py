@@ -41,15 +41,7 @@ TIMED_APPENDS = 100
 def _pool() -> list[tuple[str, tm.Message, list[dict[str, Any]]]]:
     turns = []
     for user, events in synthetic.traced_session(POOL, 20):
-        recorder = tm.TurnRecorder(synthetic.WORKSPACE)
-        for event in events:
-            if event is None:
-                recorder.seal()
-            elif isinstance(event, str):
-                recorder.text(event)
-            else:
-                recorder.tool_start(event.call_id, event.name, event.arguments)
-                recorder.tool_end(event.call_id, output=event.output, error=event.error)
+        recorder = synthetic.recorded(events)
         items = transcript_items(recorder.segments, workspace=synthetic.WORKSPACE)
         turns.append((user, recorder.finish(), items))
     return turns

@@ -149,6 +149,18 @@ def three_turn_script() -> list[Reply]:
     ]
 
 
+def run_openai_chat(
+    cli: Run,
+    server: FakeProviderServer,
+    *args: str,
+    expect: int | None = 0,
+    extra_env: dict[str, str] | None = None,
+) -> subprocess.CompletedProcess[str]:
+    """``turnmemory run --provider openai_chat`` against the fake server, with more ``args``."""
+    base = ("run", "--provider", "openai_chat", "--base-url", server.base_url("openai_chat"))
+    return cli(*base, *args, expect=expect, extra_env=extra_env)
+
+
 # -- the sessions store, behind its back ------------------------------------------------------------
 
 

@@ -4,6 +4,7 @@ changed by someone else since, a file the turn created, one over the checkpoint 
 
 from __future__ import annotations
 
+import io
 import json
 import stat
 import subprocess
@@ -11,31 +12,22 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from tests.agent._support import Run
+from prompt_toolkit import PromptSession
+from prompt_toolkit.input import DummyInput
+from prompt_toolkit.output import DummyOutput
+from rich.console import Console
+from tests.agent._support import Run, run_openai_chat
 
 from turnmemory.agent.loop import Agent
+from turnmemory.agent.repl import PermissionPrompter, Repl, ReplView
 from turnmemory.agent.rewind import UNTRACKED
 from turnmemory.agent.store._checkpoints import FILE_BYTES
 from turnmemory.testing import FakeProviderServer, Reply, ToolCall
 
 
 def _run(cli: Run, server: FakeProviderServer, *args: str) -> subprocess.CompletedProcess[str]:
-    return cli(
-        "run",
-        "--provider",
-        "openai_chat",
-        "--base-url",
-        server.base_url("openai_chat"),
-        "--allow",
-        "write",
-        "--allow",
-        "edit",
-        "--allow",
-        "bash",
-        "--sandbox",
-        "off",
-        *args,
-    )
+    allowed = ("--allow", "write", "--allow", "edit", "--allow", "bash", "--sandbox", "off")
+    return run_openai_chat(cli, server, *allowed, *args)
 
 
 def _turn(server: FakeProviderServer, *calls: ToolCall) -> None:
@@ -190,3 +182,39 @@ def test_bad_arguments_are_one_line(cli: Run, turns: str) -> None:
         nothing.stderr.startswith("turnmemory: no session to continue in ")
         and nothing.stderr.count("\n") == 1
     )
+
+
+class _Answers(PermissionPrompter):
+    """A prompter that answers from a list and keeps the questions."""
+
+    def __init__(self, console: Console, view: ReplView, answers: list[str]) -> None:
+        super().__init__(console, view)
+        self.answers = answers
+        self.asked: list[str] = []
+
+    def read(self, message: str) -> str:
+        self.asked.append(message)
+        return self.answers.pop(0)
+
+
+@pytest.mark.parametrize(("answer", "kept"), [("y", "before\n"), ("n", "by a person\n")])
+def test_the_repl_rewind_asks_about_a_file_changed_since(
+    make_agent: Callable[..., Agent], server: FakeProviderServer, workspace: Path, answer: str, kept: str
+) -> None:
+    agent = make_agent("openai_chat", allow=("write",))
+    screen = io.StringIO()
+    console = Console(file=screen, width=100, color_system=None)
+    view = ReplView(console, agent.workspace)
+    prompter = _Answers(console, view, [answer])
+    repl = Repl(agent, console, view, PromptSession(input=DummyInput(), output=DummyOutput()), prompter)
+    (workspace / "b.txt").write_text("before\n")
+    _turn(server, ToolCall("write_file", {"path": "b.txt", "content": "by the agent\n"}))
+    agent.turn("one")
+    (workspace / "b.txt").write_text("by a person\n")
+    assert repl.command("/rewind nope") and "/rewind takes a number of turns" in screen.getvalue()
+    assert repl.command("/rewind 1")
+    assert prompter.asked == [
+        "b.txt was changed since the agent wrote it: overwrite it with its content before? [y/N]: "
+    ]
+    assert (workspace / "b.txt").read_text() == kept
+    assert UNTRACKED in screen.getvalue() and agent.messages == []

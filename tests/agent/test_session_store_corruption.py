@@ -20,6 +20,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from tests.agent._support import Run, tamper
+from tests.agent._support import run_openai_chat as _run
 
 from turnmemory.agent.store import SessionBusy, SessionStoreError, SqliteStore, open_store
 from turnmemory.memory import Message
@@ -215,25 +216,6 @@ def test_wrong_typed_session_rows_list_and_load(tmp_path: Path) -> None:
 
 
 # -- through the command line ---------------------------------------------------------------------
-
-
-def _run(
-    cli: Run,
-    server: FakeProviderServer,
-    *args: str,
-    expect: int | None = 0,
-    extra_env: dict[str, str] | None = None,
-) -> subprocess.CompletedProcess[str]:
-    return cli(
-        "run",
-        "--provider",
-        "openai_chat",
-        "--base-url",
-        server.base_url("openai_chat"),
-        *args,
-        expect=expect,
-        extra_env=extra_env,
-    )
 
 
 def test_the_command_line_recovers_from_a_garbage_database(
