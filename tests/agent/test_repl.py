@@ -155,7 +155,7 @@ def _alive(pid: int) -> bool:
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
-        ("/re", ["/resume"]),
+        ("/re", ["/resume", "/rewind"]),
         ("/m", ["/model", "/memory"]),
         ("look at @sr", ["@src/"]),
         ("look at @src/", ["@src/app.py"]),

@@ -57,7 +57,7 @@ COMMANDS: Mapping[str, str] = {
     "/thinking": "the model's reasoning of the last turn, whole",
     "/diff": "the last diff, whole",
     "/compact": "summarize every turn but the latest (with compaction = drop: drop them)",
-    "/rewind": "undo the last turns and their file edits: /rewind [N] (default 1; bash changes stay)",
+    "/rewind": "undo the last N turns and their file edits: /rewind [N] (default 1)",
     "/exit": "leave (also Ctrl-D)",
 }
 """The slash commands and what they do."""
