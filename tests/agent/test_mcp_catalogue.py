@@ -9,7 +9,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from turnmemory.agent._mcp_catalogue import (
+from turnmemory.agent.mcp import McpError, compact_signature
+from turnmemory.agent.mcp._catalogue import (
     McpTool,
     ServerCatalogue,
     catalogue_text,
@@ -18,7 +19,6 @@ from turnmemory.agent._mcp_catalogue import (
     resolve_call,
     validate_arguments,
 )
-from turnmemory.agent.mcp import McpError, compact_signature
 
 PROPERTY = settings(
     max_examples=50,

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from turnmemory.agent._mcp_results import PREVIEW_BYTES, tool_error, tool_output
+from turnmemory.agent.mcp._results import PREVIEW_BYTES, tool_error, tool_output
 
 PROPERTY = settings(
     max_examples=50,

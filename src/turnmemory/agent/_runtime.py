@@ -73,8 +73,7 @@ def open_agent(
         extra_tools = []
         catalogue = ""
         if config.mcp:
-            from turnmemory.agent.mcp import McpManager, parse_mcp_config
-            from turnmemory.agent.tools.mcp_wrappers import mcp_tools
+            from turnmemory.agent.mcp import McpManager, mcp_tools, parse_mcp_config
 
             try:
                 servers = parse_mcp_config(config.mcp)

@@ -13,7 +13,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from turnmemory.agent._mcp_config import McpError
+from turnmemory.agent.mcp._config import McpError
 from turnmemory.retention import bound_text, cut_utf8, redact
 
 __all__ = ["INLINE_LIMIT", "PREVIEW_BYTES", "tool_error", "tool_output"]

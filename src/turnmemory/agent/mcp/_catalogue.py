@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from turnmemory.agent._mcp_config import McpError
+from turnmemory.agent.mcp._config import McpError
 from turnmemory.retention import MCP_TOOL, bound_text, normalize_mcp_tool
 
 __all__ = [

@@ -29,8 +29,8 @@ from mcp.shared.exceptions import MCPError
 from mcp.shared.message import SessionMessage
 
 from turnmemory import __version__
-from turnmemory.agent._mcp_catalogue import McpTool
-from turnmemory.agent._mcp_config import McpError, McpServerConfig
+from turnmemory.agent.mcp._catalogue import McpTool
+from turnmemory.agent.mcp._config import McpError, McpServerConfig
 from turnmemory.retention import bound_text
 
 __all__ = ["Connection", "ToolReply"]

@@ -1,23 +1,4 @@
-"""MCP servers in the agent, through the official ``mcp`` SDK.
-
-The model sees one wrapper tool, ``call_mcp_tool(server, tool, arguments)``, a compact catalogue of
-every server's tools in the system prompt (:meth:`McpManager.catalogue_text`) and ``list_mcp_tools``
-for a tool's full input schema. Server and tool names are normalized and checked against the
-catalogue, and arguments against the tool's input schema, before anything reaches a server.
-
-::
-
-    configs = parse_mcp_config(config.get("mcp"))
-    with McpManager(configs, spill_dir=session_dir / "spill") as manager:
-        system_prompt += manager.catalogue_text()
-        output = manager.call("time", "get_current_time", {"timezone": "UTC"})
-        # {"server": "time", "tool": "get_current_time", "content": "...", "structured": {...}}
-
-The SDK is asyncio-based; the manager owns one event-loop thread and the synchronous agent loop
-submits work to it. Servers start lazily, every start-up and call is bounded by the server's
-timeouts, a server whose process died is restarted before the next call, and :meth:`McpManager.close`
-(also run at exit) shuts every started server down.
-"""
+"""The MCP servers of one agent process: lazy start on one event-loop thread, catalogue, calls, shutdown."""
 
 from __future__ import annotations
 
@@ -30,81 +11,26 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from turnmemory.agent._mcp_catalogue import (
-    LIST_TOOL,
-    McpTool,
+from turnmemory.agent.mcp._catalogue import (
     ServerCatalogue,
     catalogue_text,
     check_server,
     check_tool,
-    compact_signature,
     normalized_names,
     parse_arguments,
     resolve_call,
     validate_arguments,
 )
-from turnmemory.agent._mcp_config import DEFAULT_TIMEOUT, McpError, McpServerConfig, parse_mcp_config
-from turnmemory.agent._mcp_results import INLINE_LIMIT, tool_error, tool_output
-from turnmemory.llm import ToolSpec
-from turnmemory.retention import MCP_TOOL
+from turnmemory.agent.mcp._config import McpError, McpServerConfig
+from turnmemory.agent.mcp._results import INLINE_LIMIT, tool_error, tool_output
 
 if TYPE_CHECKING:
-    from turnmemory.agent._mcp_connection import Connection, ToolReply
+    from turnmemory.agent.mcp._connection import Connection, ToolReply
 
-__all__ = [
-    "CALL_MCP_TOOL_SPEC",
-    "DEFAULT_TIMEOUT",
-    "INLINE_LIMIT",
-    "LIST_MCP_TOOLS_SPEC",
-    "MCP_TOOL",
-    "McpError",
-    "McpManager",
-    "McpServerConfig",
-    "McpTool",
-    "compact_signature",
-    "parse_mcp_config",
-]
+__all__ = ["McpManager"]
 
 _T = TypeVar("_T")
 _GRACE = 15.0  # beyond the configured timeouts, for stopping a dead session and thread hand-offs
-
-
-CALL_MCP_TOOL_SPEC = ToolSpec(
-    name=MCP_TOOL,
-    description=(
-        "Call a tool of a configured MCP server. The MCP servers section of the system prompt lists each "
-        "server's tools with their arguments; list_mcp_tools shows a tool's full input schema. "
-        "'arguments' must match that schema."
-    ),
-    input_schema={
-        "type": "object",
-        "properties": {
-            "server": {"type": "string", "description": "MCP server name, as listed"},
-            "tool": {"type": "string", "description": "tool name on that server"},
-            "arguments": {"type": "object", "description": "the tool's arguments, matching its input schema"},
-        },
-        "required": ["server", "tool"],
-        "additionalProperties": False,
-    },
-)
-"""The ``call_mcp_tool`` wrapper through which every MCP call runs (and replays)."""
-
-LIST_MCP_TOOLS_SPEC = ToolSpec(
-    name=LIST_TOOL,
-    description=(
-        "List MCP tools with their full input schemas: all servers' catalogue without arguments, "
-        "one server's tools with 'server', one tool with 'server' and 'tool'."
-    ),
-    input_schema={
-        "type": "object",
-        "properties": {
-            "server": {"type": "string", "description": "MCP server name"},
-            "tool": {"type": "string", "description": "tool name on that server"},
-        },
-        "additionalProperties": False,
-    },
-)
-"""The ``list_mcp_tools`` wrapper that shows full input schemas."""
 
 
 class McpManager:
@@ -271,7 +197,7 @@ class McpManager:
     async def _ensure(self, name: str, *, retry_failed: bool) -> Connection:
         """The running connection to ``name``: started now, or restarted if its session ended."""
         try:
-            from turnmemory.agent._mcp_connection import Connection
+            from turnmemory.agent.mcp._connection import Connection
         except ImportError as error:
             raise McpError(
                 f"MCP servers need the mcp SDK ({error.name} is missing): pip install 'turnmemory[mcp]'"
