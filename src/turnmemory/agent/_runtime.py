@@ -80,7 +80,9 @@ def open_agent(
             except ValueError as error:
                 raise ConfigError(f"{config.path or 'config'}: {error}") from None
             if servers:
-                manager = stack.enter_context(McpManager(servers, spill_dir=spill.path / "mcp"))
+                manager = stack.enter_context(
+                    McpManager(servers, spill_dir=spill.path / "mcp", notice=view.notice)
+                )
                 extra_tools = mcp_tools(manager)
                 catalogue = manager.catalogue_text()
         yield Agent(

@@ -7,7 +7,7 @@ A session is an ordered list of events, keyed by workspace:
 - ``assistant_turn``: ``{message, status, error?, reason?, usage?, transcript}``: the turn's
   ``Message`` (flattened prose and TurnMemory), how it ended (``done``, ``incomplete``,
   ``interrupted``, ``error``), and the visible transcript items for display, whose tool outputs are
-  bounded, redacted previews
+  bounded, redacted previews (none for MCP payloads, which are never retained)
 - ``pending_drop``: ``{message, reason}``: the pending state of an incomplete turn that was dropped
   (session, model or provider switch), as a historical ``Message``
 - ``compaction``: ``{replaces, mode, turns, freed, content}``: the first ``replaces`` messages of the
@@ -44,7 +44,7 @@ from typing import Any, Literal
 
 from turnmemory.agent.compaction import Compaction
 from turnmemory.memory import Message
-from turnmemory.retention import DEFAULT_RULES, ToolRule, cut_utf8, redact, redact_prefix, retain
+from turnmemory.retention import DEFAULT_RULES, MCP_TOOL, ToolRule, cut_utf8, redact, redact_prefix, retain
 from turnmemory.segments import AssistantSegment, PermissionSegment, ReasoningSegment, Segment, ToolSegment
 
 __all__ = [
@@ -70,6 +70,8 @@ TurnStatus = Literal["done", "incomplete", "interrupted", "error"]
 PREVIEW_BYTES = 600
 """The most of a tool output, error or reasoning text a transcript item keeps."""
 DIFF_PREVIEW_BYTES = 8000
+_MCP_PAYLOADS = frozenset({MCP_TOOL, "list_mcp_tools"})
+"""The tools whose outputs are MCP payloads (a server's results, its tool listings): never previewed."""
 MAX_DEPTH = 32
 """The deepest nesting of a stored event's JSON that loading accepts (events are a few levels deep)."""
 
@@ -671,7 +673,8 @@ def transcript_items(
     """The visible items of a turn for display: prose, reasoning, tools, permissions and diffs.
 
     Tool items carry the bounded target the memory would keep, status, exit code, changed file,
-    duration and a bounded preview of the output or error, never the arguments or full outputs.
+    duration and a bounded preview of the output or error, never the arguments or full outputs. An
+    MCP call keeps its server, tool, status and duration only: no preview of what the server sent.
     """
     items: list[dict[str, Any]] = []
     for segment in segments:
@@ -697,7 +700,8 @@ def transcript_items(
                         item[key] = fields[key]
                 if activity.server is not None:
                     item["tool"] = activity.tool
-                item["preview"] = preview(segment.error if segment.error is not None else segment.output)
+                if segment.name not in _MCP_PAYLOADS:
+                    item["preview"] = preview(segment.error if segment.error is not None else segment.output)
             else:
                 item["status"] = "unfinished"
             if durations and segment.call_id in durations:

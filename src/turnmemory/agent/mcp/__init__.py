@@ -19,8 +19,9 @@ timeouts, a server whose process died is restarted before the next call, and :me
 (also run at exit) shuts every started server down.
 
 One job per module: ``_config`` reads the ``[mcp]`` table (and holds the error type); ``_catalogue``
-is what the model knows of the servers' tools (pure functions); ``_connection`` is one live SDK
-session with one server; ``_manager`` runs every server of one agent process on its event-loop
+is what the model knows of the servers' tools (pure functions); ``_launch`` starts a stdio server's
+process under the watchdog and keeps its stderr short; ``_connection`` is one live SDK session with
+one server; ``_manager`` runs every server of one agent process on its event-loop
 thread; ``_results`` makes what a call returns to the model, inline or spilled; ``_tools`` holds the
 two wrapper tools the model calls.
 """

@@ -1,4 +1,9 @@
-"""The MCP servers of one agent process: lazy start on one event-loop thread, catalogue, calls, shutdown."""
+"""The MCP servers of one agent process: lazy start on one event-loop thread, catalogue, calls, shutdown.
+
+What the user should know and the model alone would otherwise see (a server that failed to start, a
+catalogue cut short, a server writing lines that are not MCP messages) is said through ``notice``,
+once each, on the thread that called the manager, made safe for a terminal.
+"""
 
 from __future__ import annotations
 
@@ -11,8 +16,10 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from turnmemory._text import terminal_safe
 from turnmemory.agent.mcp._catalogue import (
     ServerCatalogue,
+    catalogue_notes,
     catalogue_text,
     check_server,
     check_tool,
@@ -22,7 +29,7 @@ from turnmemory.agent.mcp._catalogue import (
     validate_arguments,
 )
 from turnmemory.agent.mcp._config import McpError, McpServerConfig
-from turnmemory.agent.mcp._results import INLINE_LIMIT, tool_error, tool_output
+from turnmemory.agent.mcp._results import INLINE_LIMIT, listing_output, tool_error, tool_output
 
 if TYPE_CHECKING:
     from turnmemory.agent.mcp._connection import Connection, ToolReply
@@ -41,7 +48,12 @@ class McpManager:
     """
 
     def __init__(
-        self, configs: Iterable[McpServerConfig], *, spill_dir: Path | str, inline_limit: int = INLINE_LIMIT
+        self,
+        configs: Iterable[McpServerConfig],
+        *,
+        spill_dir: Path | str,
+        inline_limit: int = INLINE_LIMIT,
+        notice: Callable[[str], None] | None = None,
     ) -> None:
         self._configs: dict[str, McpServerConfig] = {}
         for config in configs:
@@ -50,6 +62,8 @@ class McpManager:
             self._configs[config.name] = config
         self.spill_dir = Path(spill_dir)
         self.inline_limit = inline_limit
+        self._notice = notice
+        self._said: set[str] = set()
         self._lock = threading.Lock()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
@@ -89,17 +103,21 @@ class McpManager:
         if not self._configs:
             return ""
         wait = max(config.startup_timeout for config in self._configs.values()) + _GRACE
-        return catalogue_text(self._run(self._start_all, wait))
+        catalogues = self._run(self._start_all, wait)
+        self._say(catalogue_notes(catalogues))
+        return catalogue_text(catalogues)
 
     def describe(self, server: Any = None, tool: Any = None) -> dict[str, Any]:
-        """The ``list_mcp_tools`` output: the catalogue, one server's tools, or one tool, with full schemas."""
+        """The ``list_mcp_tools`` output: the catalogue, one server's tools, or one tool, with full schemas
+        (spilled to a file past the inline limit, see :func:`listing_output`)."""
         if not server and not tool:
-            return {"catalogue": self.catalogue_text() or "no MCP servers are configured"}
+            every = {"catalogue": self.catalogue_text() or "no MCP servers are configured"}
+            return listing_output(every, spill_dir=self.spill_dir, limit=self.inline_limit)
         name, tool_name = normalized_names(server, tool)
         check_server(name, self.servers)
         catalogue = self._catalogue(name)
         tools = [check_tool(catalogue, tool_name)] if tool_name else list(catalogue.tools or ())
-        return {
+        listing: dict[str, Any] = {
             "server": name,
             "tools": [
                 {
@@ -110,6 +128,7 @@ class McpManager:
                 for entry in tools
             ],
         }
+        return listing_output(listing, spill_dir=self.spill_dir, limit=self.inline_limit)
 
     def check(self, server: Any, tool: Any, arguments: Any = None) -> tuple[str, str, dict[str, Any]]:
         """``(server, tool, arguments)`` normalized and validated against the catalogue and the tool's
@@ -130,9 +149,19 @@ class McpManager:
         """
         name, tool_name, parsed = self.check(server, tool, arguments)
         config = self._configs[name]
-        reply: ToolReply = self._run(
-            lambda: self._invoke(name, tool_name, parsed), config.startup_timeout + config.timeout + _GRACE
-        )
+        try:
+            reply: ToolReply = self._run(
+                lambda: self._invoke(name, tool_name, parsed),
+                config.startup_timeout + config.timeout + _GRACE,
+            )
+        finally:
+            connection = self._connections.get(name)
+            if connection is not None and connection.junk_lines:
+                self._say(
+                    [
+                        f"MCP server {name!r} writes lines to stdout that are not MCP messages; they are ignored"
+                    ]
+                )
         if reply.is_error:
             raise tool_error(name, tool_name, reply.text)
         return tool_output(
@@ -164,6 +193,12 @@ class McpManager:
         self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
     ) -> None:
         self.close()
+
+    def _say(self, notes: Iterable[str]) -> None:
+        for note in notes:
+            if self._notice is not None and note not in self._said:
+                self._said.add(note)
+                self._notice(terminal_safe(note))
 
     def _catalogue(self, name: str) -> ServerCatalogue:
         connection = self._run(
@@ -204,7 +239,7 @@ class McpManager:
             ) from None
         connection = self._connections.get(name)
         if connection is None:
-            connection = Connection(self._configs[name], self.spill_dir / f"mcp-{name}.log")
+            connection = Connection(self._configs[name])
             self._connections[name] = connection
         async with self._starting.setdefault(name, asyncio.Lock()):
             if connection.running:
@@ -226,7 +261,7 @@ class McpManager:
             *(self._ensure(name, retry_failed=False) for name in names), return_exceptions=True
         )
         return [
-            ServerCatalogue(name=name, tools=result.tools)
+            ServerCatalogue(name=name, tools=result.tools, rejected=result.rejected)
             if not isinstance(result, BaseException)
             else ServerCatalogue(name=name, error=str(result))
             for name, result in zip(names, results, strict=True)
