@@ -10,10 +10,9 @@ the next call; a line the SDK cannot read is ignored (and counted in :attr:`Conn
 unless it answers a request, which then fails at once instead of waiting out its timeout.
 
 The SDK reports such lines, and other trouble, through ``logging`` (as ``mcp.*`` and ``client``),
-with tracebacks.
-With no logging configured Python would print those on the user's terminal; a ``NullHandler`` keeps
-them off it (a configured root logger still receives them). What the user should know is said in
-the manager's one-line notices and errors.
+with tracebacks. With no logging configured Python would print those on the user's terminal; a
+``NullHandler`` keeps them off it (a configured root logger still receives them). What the user
+should know is said in the manager's one-line notices and errors.
 """
 
 from __future__ import annotations

@@ -139,17 +139,17 @@ async def launched(config: McpServerConfig, tail: StderrTail) -> AsyncIterator[A
     ``FileNotFoundError`` when the command is not found on the server's ``PATH``.
     """
     assert config.command is not None
-    env = get_default_environment() | dict(config.env)
-    executable = _executable(config.command, env.get("PATH", os.defpath), config.cwd)
-    parameters = StdioServerParameters(
-        command=sys.executable,
-        args=["-I", "-S", "-c", _GATE, executable, config.command, *config.args],
-        env=env,
-        cwd=config.cwd,
-        encoding_error_handler="replace",  # a byte that is not UTF-8 becomes U+FFFD, not a dead reader
-    )
     group: int | None = None
     try:
+        env = get_default_environment() | dict(config.env)
+        executable = _executable(config.command, env.get("PATH", os.defpath), config.cwd)
+        parameters = StdioServerParameters(
+            command=sys.executable,
+            args=["-I", "-S", "-c", _GATE, executable, config.command, *config.args],
+            env=env,
+            cwd=config.cwd,
+            encoding_error_handler="replace",  # a byte that is not UTF-8 becomes U+FFFD, not a dead reader
+        )
         async with stdio_client(parameters, errlog=tail.writer) as streams:
             tail.writer.close()  # the server holds its own copy now
             group = await tail.group()

@@ -45,6 +45,7 @@ class McpManager:
 
     Thread-safe: calls may come from any thread; all SDK work runs on the manager's own event-loop
     thread. Use as a context manager, or call :meth:`close` (it also runs at interpreter exit).
+    ``notice`` receives the one-line notes for the user (see the module docstring).
     """
 
     def __init__(
@@ -104,7 +105,7 @@ class McpManager:
             return ""
         wait = max(config.startup_timeout for config in self._configs.values()) + _GRACE
         catalogues = self._run(self._start_all, wait)
-        self._say(catalogue_notes(catalogues))
+        self._say(*catalogue_notes(catalogues))
         return catalogue_text(catalogues)
 
     def describe(self, server: Any = None, tool: Any = None) -> dict[str, Any]:
@@ -158,9 +159,7 @@ class McpManager:
             connection = self._connections.get(name)
             if connection is not None and connection.junk_lines:
                 self._say(
-                    [
-                        f"MCP server {name!r} writes lines to stdout that are not MCP messages; they are ignored"
-                    ]
+                    f"MCP server {name!r} writes lines to stdout that are not MCP messages; they are ignored"
                 )
         if reply.is_error:
             raise tool_error(name, tool_name, reply.text)
@@ -194,7 +193,7 @@ class McpManager:
     ) -> None:
         self.close()
 
-    def _say(self, notes: Iterable[str]) -> None:
+    def _say(self, *notes: str) -> None:
         for note in notes:
             if self._notice is not None and note not in self._said:
                 self._said.add(note)
