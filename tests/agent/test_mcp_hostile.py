@@ -312,26 +312,28 @@ def test_kill_9_of_the_agent_takes_a_server_that_ignores_eof_and_sigterm_along(
 # -- what the SDK cannot read -----------------------------------------------------------------------
 
 
-def test_unreadable_and_stalling_servers_end_in_one_line_each_without_a_traceback(
+def test_unreadable_and_stalling_servers_end_in_one_line_each_and_an_unallowed_call_is_denied(
     run_agent: Callable[..., Ran], server: FakeProviderServer
 ) -> None:
-    calls = [mcp_call(name, "t") for name in ("junk", "deep", "badutf8", "trickle", "silent", "hang")]
+    allowed = ("junk", "deep", "badutf8", "trickle", "silent", "hang")
+    calls = [mcp_call(name, "t") for name in (*allowed, "unallowed")]
     server.push(Reply(text="All of them.", tool_calls=calls), Reply(text=" Done."))
     servers = (
         server_table("junk", RAW, "junk")
+        + server_table("unallowed", RAW, "junk")
         + server_table("deep", RAW, "deep", timeout=90)
         + server_table("badutf8", RAW, "badutf8")
         + server_table("trickle", RAW, "trickle", timeout=2)
         + server_table("silent", RAW, "silent", timeout=2)
         + server_table("hang", HANG, startup_timeout=2)
     )
-    ran = run_agent(servers, "--allow", "mcp")
+    ran = run_agent(servers, *(flag for name in allowed for flag in ("--allow", f"mcp:{name}")))
     assert ran.code == 0, ran.text
     assert "Traceback" not in ran.text and "pydantic" not in ran.text
     lines = ran.text.splitlines()
     outcome = {
         name: next(line for line in lines if line.startswith(f"{name}.t -> "))
-        for name in ("junk", "deep", "badutf8", "trickle", "silent", "hang")
+        for name in (*allowed, "unallowed")
     }
     assert outcome["junk"].startswith("junk.t -> ok")
     assert outcome["deep"].startswith(
@@ -345,8 +347,10 @@ def test_unreadable_and_stalling_servers_end_in_one_line_each_without_a_tracebac
     )
     assert len(notices(ran, "MCP server 'junk' writes lines to stdout that are not MCP messages")) == 1
     assert len(notices(ran, "MCP server 'hang' failed to start")) == 1
+    assert outcome["unallowed"].startswith("unallowed.t -> error: ") and "denied" in outcome["unallowed"]
     answers = results(server.requests[1].body)
-    assert sum(RAW_ANSWER in answer for answer in answers) == 2
+    assert sum(RAW_ANSWER in answer for answer in answers) == 2, "the call no rule allows never ran"
+    assert "denied" in answers[-1]
 
 
 # -- the attacks already held --------------------------------------------------------------------------
@@ -397,16 +401,6 @@ def test_held_attacks_stay_held_large_results_back_channels_credentials_and_the_
     ):
         assert payload not in stored, f"{payload!r} is an MCP payload, never stored"
     assert max(files_under(data_dir).values(), default=0) < MIB, "spill files go with the turn"
-
-
-def test_mcp_calls_are_denied_without_allow_mcp(
-    run_agent: Callable[..., Ran], server: FakeProviderServer
-) -> None:
-    server.push(Reply(text="Trying.", tool_calls=[mcp_call("junk", "t")]), Reply(text=" Denied."))
-    ran = run_agent(server_table("junk", RAW, "junk"))
-    assert ran.code == 0, ran.text
-    (result,) = results(server.requests[1].body)
-    assert "denied" in result and RAW_ANSWER not in result
 
 
 # -- the REPL --------------------------------------------------------------------------------------------
