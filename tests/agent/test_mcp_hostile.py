@@ -19,6 +19,7 @@ import signal
 import struct
 import subprocess
 import sys
+import tempfile
 import termios
 import time
 from collections.abc import Callable, Mapping
@@ -107,12 +108,36 @@ def run_agent(
     return run
 
 
+_PEAK = """
+import os, subprocess, sys
+child = subprocess.Popen(sys.argv[2:])
+_, status, usage = os.wait4(child.pid, 0)
+with open(sys.argv[1], "w") as report:
+    report.write(str(usage.ru_maxrss))
+sys.exit(os.waitstatus_to_exitcode(status) % 256)
+"""
+"""Runs the agent and reports its peak resident set (and its children's). A process's peak counts the
+memory of the process it was spawned from, so the agent is spawned from this small one, not from the
+test process."""
+
+
 def in_pty(command: list[str], cwd: Path, env: Mapping[str, str], timeout: float = 100) -> Ran:
     """Run ``command`` with a pseudo-terminal of 80 columns as its stdin, stdout and stderr."""
     master, slave = pty.openpty()
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 80, 0, 0))
-    process = subprocess.Popen(command, cwd=cwd, env=dict(env), stdin=slave, stdout=slave, stderr=slave)
-    os.close(slave)
+    with tempfile.NamedTemporaryFile(prefix="peak-") as report:
+        measured = [sys.executable, "-I", "-S", "-c", _PEAK, report.name, *command]
+        process = subprocess.Popen(
+            measured, cwd=cwd, env=dict(env), stdin=slave, stdout=slave, stderr=slave, start_new_session=True
+        )
+        os.close(slave)
+        screen = _read_screen(master, process, timeout)
+        code = process.wait()
+        return Ran(code, screen, int(Path(report.name).read_text()) / 1024)
+
+
+def _read_screen(master: int, process: subprocess.Popen[bytes], timeout: float) -> bytes:
+    """Every byte the terminal gets until its last writer is gone."""
     screen = bytearray()
     deadline = time.monotonic() + timeout
     try:
@@ -126,13 +151,11 @@ def in_pty(command: list[str], cwd: Path, env: Mapping[str, str], timeout: float
                     break
                 screen += chunk
         else:
-            process.kill()
+            os.killpg(process.pid, signal.SIGKILL)
             pytest.fail(f"the agent did not finish within {timeout:g}s:\n{screen.decode(errors='replace')}")
     finally:
         os.close(master)
-    _, status, usage = os.wait4(process.pid, 0)
-    process.returncode = os.waitstatus_to_exitcode(status)
-    return Ran(process.returncode, bytes(screen), usage.ru_maxrss / 1024)
+    return bytes(screen)
 
 
 def mcp_call(server: str, tool: str, arguments: Mapping[str, Any] | None = None) -> ToolCall:
