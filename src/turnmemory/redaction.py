@@ -47,6 +47,7 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from functools import cached_property, lru_cache
+from itertools import groupby
 
 __all__ = ["REDACTED", "VALUE_HEAD", "SecretRule", "entropy", "generation", "redact", "register", "rules"]
 
@@ -98,11 +99,21 @@ def entropy(value: str) -> float:
 _REFERENCE = re.compile(r"\$(?:\{|\(|[A-Z_][A-Z0-9_]*+$)|\{\{|%[A-Z_][A-Z0-9_]*+%$")
 _ALNUM = re.compile(r"[^\W_]")
 _DIGIT = re.compile(r"[0-9]")
+_LETTER = re.compile(r"[^\W\d_]")
+
+
+_TEMPLATE = re.compile(r"(?i)(?:your|my)[_-]\w*+$|<[^>]*+>$|x{3,}+$")
 
 
 def _is_placeholder(value: str) -> bool:
-    """Not a secret: a reference (``$VAR``, ``${VAR}``, ``$(cmd)``, ``{{ x }}``), punctuation only, empty."""
-    return value == REDACTED or _ALNUM.search(value) is None or bool(_REFERENCE.match(value))
+    """Not a secret: a reference (``$VAR``, ``${VAR}``, ``$(cmd)``, ``{{ x }}``), a template
+    (``YOUR_KEY``, ``<token>``, ``xxxx``), punctuation only, empty."""
+    return (
+        value == REDACTED
+        or _ALNUM.search(value) is None
+        or bool(_REFERENCE.match(value))
+        or bool(_TEMPLATE.match(value))
+    )
 
 
 def _random_like(value: str, min_length: int = 8) -> bool:
@@ -112,13 +123,13 @@ def _random_like(value: str, min_length: int = 8) -> bool:
     if "/" in value or "\\" in value:  # a path, unless it is long and random (base64 has slashes)
         return len(value) >= 30 and entropy(value) >= 4.5 and value.count("/") * 12 <= len(value)
     digits = _DIGIT.search(value) is not None
-    letters = any(c.isalpha() for c in value)
+    letters = _LETTER.search(value) is not None
     if digits and letters:
         return entropy(value) >= 2.5
     return (
         letters
-        and any(c.isupper() for c in value[1:])
-        and any(c.islower() for c in value)
+        and value[1:] != value[1:].lower()  # an upper-case letter after the first
+        and value != value.upper()  # and a lower-case one
         and (len(value) >= 16 and entropy(value) >= 3.5)
     )
 
@@ -187,12 +198,12 @@ def _strength(name: str) -> int:
 # A value in a credential position: quoted, an earlier marker, or bare (the view has already
 # unescaped ``\"``), read at most VALUE_HEAD characters ahead; a line continuation may come first.
 # Every quantifier is possessive: a value is read once and never given back.
-_BARE = r"(?:[^\s'\"\\,;&|)}<>`]|\\[^\s\"'])"
+_BARE_CHAR = r"[^\s'\"\\,;&|)}<>`]"
 _VALUE = (
     r"(?:\\\s++)*+(?P<secret>\[REDACTED\](?=[\s'\",;&|)}\]]|$)|\"[^\"]*+\"|'[^']*+'"
-    rf"|(?P<bare>{_BARE}{{1,{VALUE_HEAD}}}+))"
+    rf"|(?P<bare>{_BARE_CHAR}{{1,{VALUE_HEAD}}}+))"
 )
-_BARE_REST = re.compile(_BARE + "*+")
+_BARE_REST = re.compile(rf"(?:{_BARE_CHAR}++|\\[^\s\"'])*+")  # the rest of a bare value (``\x`` pairs too)
 
 
 def _value_of(match: re.Match[str]) -> str:
@@ -205,8 +216,9 @@ def _unquoted(value: str) -> str:
     return value
 
 
+_INDIRECT = re.compile(r"(?i)(?:env|file|fd):|stdin$")  # where a tool reads the secret from
 _SCHEMES = {"bearer", "basic", "token", "digest", "negotiate", "ntlm", "apikey", "sso-key"}
-_PROSE_AFTER = re.compile(r"[^\S\n]++[A-Za-z]")
+_PROSE_AFTER = re.compile(r"[^\S\n]{1,2}+[A-Za-z]")
 
 
 def _prose(match: re.Match[str], text: str) -> bool:
@@ -235,7 +247,7 @@ def _named(match: re.Match[str], text: str) -> bool:
         return False  # ``Authorization: Bearer $TOKEN``: the header rule reads past the scheme
     if value.lower().startswith("pass:"):
         value = value[5:]
-    elif re.match(r"(?i)(?:env|file|fd):|stdin$", value):
+    elif _INDIRECT.match(value):
         return False
     if strength == 2:
         return not _is_placeholder(value) and not _prose(match, text)
@@ -251,8 +263,9 @@ def _always(match: re.Match[str], text: str) -> bool:
     return not _is_placeholder(_value_of(match))
 
 
-def _not_prose(match: re.Match[str], text: str) -> bool:
-    return _always(match, text) and not _prose(match, text)
+def _header_value(match: re.Match[str], text: str) -> bool:
+    """A header's value: not a placeholder, a scheme word alone or a word of prose."""
+    return _always(match, text) and _value_of(match).lower() not in _SCHEMES and not _prose(match, text)
 
 
 def _not_a_word(match: re.Match[str], text: str) -> bool:
@@ -381,9 +394,9 @@ _BUILTIN: tuple[SecretRule, ...] = (
     # Authorization headers, with or without a scheme word; a bare bearer token.
     _rule(
         _I + r"\b(?:proxy-)?authorization\s*+[:=]\s*+(?:(?:bearer|basic|token|digest|negotiate|ntlm|apikey"
-        r"|sso-key)\s++)?(?P<secret>[^\s'\",;]++)",
+        r"|sso-key)\s++)?(?P<secret>\[REDACTED\]|[^\s'\",;)}\]]++)",
         ["authorization"],
-        _not_prose,
+        _header_value,
     ),
     _rule(_I + r"\bbearer\s++(?P<secret>[A-Za-z0-9._~+/=-]{8,}+)", ["bearer"], _always),
     _rule(_I + r"\b(?:set-)?cookie\s*+:\s*+(?P<secret>[^'\"\n]++)", ["cookie"], _always),
@@ -396,7 +409,7 @@ _BUILTIN: tuple[SecretRule, ...] = (
     ),
     # Flags: --password X, --db-password=X, -storepass X, -passout pass:X.
     _rule(
-        r"(?<![\w-])--?+(?P<name>[A-Za-z0-9_.-]++)(?:=|\s++(?!-))" + _VALUE,
+        r"(?<![\w.-])--?+(?P<name>[A-Za-z0-9_.-]++)(?:=|\s++(?!-))" + _VALUE,
         _KEYWORD_HINTS,
         _named,
         rescan=True,
@@ -433,13 +446,13 @@ _BUILTIN: tuple[SecretRule, ...] = (
         r"(?<!\S)(?:--body|-b)(?:=|\s*+)" + _VALUE, ["secret"], _always, context=_I + r"\bsecrets?\s++set\b"
     ),
     _rule(
-        _I + r"\bhtpasswd(?P<flags>(?:\s++-[A-Za-z]++)*+)\s++\S++\s++\S++\s++" + _VALUE,
+        _I + r"\bhtpasswd(?P<flags>(?:\s++-[A-Za-z]++){0,8}+)\s++\S++\s++\S++\s++" + _VALUE,
         ["htpasswd"],
         _htpasswd_batch,
     ),
     _rule(
         _I + r"\b(?:configure\s++set|config(?::|\s++)set|config:add|secrets?\s++set|set-secret|set-env)"
-        r"(?:\s++--?+\S++)*+\s++(?P<name>[A-Za-z0-9_.-]++)(?:\s++|=)" + _VALUE,
+        r"(?:\s++--?+\S++){0,8}+\s++(?P<name>[A-Za-z0-9_.-]++)(?:\s++|=)" + _VALUE,
         ["config", "secret", "set-env"],
         _named,
     ),
@@ -569,28 +582,31 @@ def _unescape(token: str) -> str:
 class _View:
     """``text`` as the rules see it, built once per string, and the way back to ``text``.
 
-    The view is a sequence of pieces: piece ``i`` starts at ``starts[i]`` in the view and stands for
-    ``text[sources[i]:source_ends[i]]``; an aligned piece maps character by character, another one
-    as a whole.
+    Piece ``i`` of ``text[sources[i]:source_ends[i]]`` was rewritten as ``view[starts[i]:stops[i]]``
+    (character by character where ``aligned[i]``, else as a whole); between pieces, text is copied.
     """
 
     text: str
     view: str
     starts: tuple[int, ...] = ()
+    stops: tuple[int, ...] = ()
     sources: tuple[int, ...] = ()
     source_ends: tuple[int, ...] = ()
     aligned: tuple[bool, ...] = ()
 
     def span(self, start: int, end: int) -> tuple[int, int]:
         """The span of ``text`` that ``view[start:end]`` (not empty) stands for."""
-        if not self.starts:
-            return start, end
-        first = bisect_right(self.starts, start) - 1
-        last = bisect_right(self.starts, end - 1) - 1
-        begin = self.sources[first] + (start - self.starts[first] if self.aligned[first] else 0)
-        if self.aligned[last]:
-            return begin, self.sources[last] + end - self.starts[last]
-        return begin, self.source_ends[last]
+        return self._source(start, 0), self._source(end - 1, 1)
+
+    def _source(self, position: int, after: int) -> int:
+        index = bisect_right(self.starts, position) - 1
+        if index < 0:
+            return position + after
+        if position >= self.stops[index]:  # copied after the piece
+            return self.source_ends[index] + position - self.stops[index] + after
+        if self.aligned[index]:
+            return self.sources[index] + position - self.starts[index] + after
+        return self.source_ends[index] if after else self.sources[index]
 
     @cached_property
     def commands(self) -> list[int]:
@@ -606,40 +622,40 @@ def _view(text: str) -> _View:
         return _View(text, text)
     parts: list[str] = []
     starts: list[int] = []
+    stops: list[int] = []
     sources: list[int] = []
     ends: list[int] = []
     aligned: list[bool] = []
-    length = 0
-
-    def piece(replacement: str, source: int, end: int, exact: bool) -> None:
-        nonlocal length
-        if replacement:
-            parts.append(replacement)
-            starts.append(length)
-            sources.append(source)
-            ends.append(end)
-            aligned.append(exact)
-            length += len(replacement)
-
-    cursor = 0
+    length = cursor = 0
     for match in _SPECIAL.finditer(text):
         start, end = match.span()
-        piece(text[cursor:start], cursor, start, True)
+        parts.append(text[cursor:start])
+        length += start - cursor
         cursor = end
         token = match.group()
         if token[0] == "\\":
-            piece(_unescape(token), start, end, False)
+            pieces = [(_unescape(token), start, end, False)]
         elif token[0] == "%":
-            piece(_fold(chr(int(token[1:], 16))), start, end, False)
-        else:
-            folded = [_fold(char) for char in token]
-            if all(len(char) == 1 for char in folded):
-                piece("".join(folded), start, end, True)
-            else:
-                for offset, char in enumerate(folded):
-                    piece(char, start + offset, start + offset + 1, len(char) == 1)
-    piece(text[cursor:], cursor, len(text), True)
-    return _View(text, "".join(parts), tuple(starts), tuple(sources), tuple(ends), tuple(aligned))
+            pieces = [(_fold(chr(int(token[1:], 16))), start, end, False)]
+        else:  # a run of other characters: aligned where each one reads as one character
+            pieces = []
+            source = start
+            for exact, group in groupby(map(_fold, token), lambda char: len(char) == 1):
+                chars = list(group)
+                pieces.append(("".join(chars), source, source + len(chars), exact))
+                source += len(chars)
+        for piece, source, source_end, exact in pieces:
+            parts.append(piece)
+            starts.append(length)
+            length += len(piece)
+            stops.append(length)
+            sources.append(source)
+            ends.append(source_end)
+            aligned.append(exact)
+    parts.append(text[cursor:])
+    return _View(
+        text, "".join(parts), tuple(starts), tuple(stops), tuple(sources), tuple(ends), tuple(aligned)
+    )
 
 
 # -- redaction ------------------------------------------------------------------------------------
@@ -675,11 +691,16 @@ def _matches(rule: SecretRule, view: _View) -> Iterator[tuple[int, int]]:
     groups = rule.pattern.groupindex
     contexts = [match.start() for match in rule.context.finditer(text)] if rule.context else None
     position = 0
+    rejected = None  # a rescanning rule's last rejected match, with what its check reads around it
     while position <= len(text) and (match := search(text, position)) is not None:
-        accepted = (contexts is None or _in_context(view, contexts, match.start())) and (
-            rule.check is None or rule.check(match, text)
+        surroundings = text[max(0, match.start() - 1) : match.end() + 3] if rule.rescan else None
+        accepted = (
+            (contexts is None or _in_context(view, contexts, match.start()))
+            and (surroundings is None or surroundings != rejected)
+            and (rule.check is None or rule.check(match, text))
         )
         if not accepted:
+            rejected = surroundings
             resume = match.start("secret") if rule.rescan else match.end()
             position = max(resume, match.start() + 1)
             continue
