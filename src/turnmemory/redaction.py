@@ -571,8 +571,8 @@ def _unescape(token: str) -> str:
     their character."""
     escaped = token.lstrip("\\")
     depth = len(token) - len(escaped)
-    if escaped[0] in "\r\n" or (escaped == "n" and depth >= 3 and depth % 2):
-        return ""
+    if escaped[0] in "\r\n" or (escaped == "n" and depth >= 2):
+        return ""  # a continuation, or one escaped (``\\`` then ``\n``: JSON, or a one-line summary)
     if escaped[0] in "ux":
         return _fold(chr(int(escaped[1:], 16)))
     return escaped if escaped in ("'", '"') else " "

@@ -35,7 +35,16 @@ def leaks(shape: Shape, text: str) -> list[str]:
 
 def test_the_corpus_covers_every_class_with_several_shapes() -> None:
     assert len(CORPUS) >= 80
-    assert set(CLASSES) == {"argument", "assignment", "glued", "evasion", "order", "url path", "preview"}
+    assert set(CLASSES) == {
+        "argument",
+        "assignment",
+        "glued",
+        "evasion",
+        "order",
+        "url path",
+        "multi-line",
+        "preview",
+    }
     for kind in CLASSES:
         assert sum(shape.kind == kind for shape in CORPUS) >= 5, kind
 
