@@ -208,6 +208,9 @@ def traffic(root: Path) -> list[str]:
     return texts
 
 
+_OPEN: list[object] = []  # detect-secrets' settings, kept open (closing them clears its plugins)
+
+
 def _detect_secrets() -> Callable[[str], object] | None:
     """detect-secrets' line scanner with its default plugins, or ``None`` when it is not installed."""
     try:
@@ -217,6 +220,7 @@ def _detect_secrets() -> Callable[[str], object] | None:
         return None
     settings = default_settings()
     settings.__enter__()  # the default plugins stay configured for the rest of the run
+    _OPEN.append(settings)
 
     def scan(text: str) -> object:
         return [list(scan_line(line)) for line in text.splitlines()]
