@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-from turnmemory.redaction import REDACTED, generation, redact
+from turnmemory.redaction import CONTINUATION, REDACTED, generation, redact
 
 __all__ = [
     "MAX_FIELD_BYTES",
@@ -76,9 +76,11 @@ def cut_utf8(text: str, limit: int) -> str:
 def bound_text(text: str, limit: int = MAX_FIELD_BYTES) -> str:
     """Make ``text`` fit a retained field: secrets redacted, whitespace collapsed, at most ``limit`` bytes.
 
-    Control characters are dropped and whitespace collapsed first (so that neither can split a
-    secret), then long text is cut on a word boundary, redacted, and cut to ``limit`` bytes on a
-    character boundary, ending in ``...``. The result may be empty.
+    Control characters are dropped, line continuations joined and whitespace collapsed first (so
+    that none of them can split a secret; line breaks are kept until the text is redacted, so the
+    redactor reads its lines as it does everywhere else), then long text is cut on a word boundary,
+    redacted, and cut to ``limit`` bytes on a character boundary, ending in ``...``. The result may be
+    empty.
     """
     if len(text) <= _CACHED_CHARS:
         return _bound_short(text, limit, generation())
@@ -95,12 +97,19 @@ def _bound_short(text: str, limit: int, rules: int) -> str:
 
 def _bound(text: str, limit: int) -> str:
     text, raw_split = _window(text, _RAW_CHARS)
-    text = " ".join(_CONTROL.sub("", text).split())
+    text = _collapse(_CONTROL.sub("", text))
     text, split = _window(text, _SCAN_CHARS)
-    text = _redact_window(text, split or raw_split)
+    text = _redact_window(text, split or raw_split).replace("\n", " ")
     if len(text.encode("utf-8")) <= limit:
         return text
     return cut_utf8(text, limit - len(_ELLIPSIS)) + _ELLIPSIS
+
+
+def _collapse(text: str) -> str:
+    """``text`` with continuations joined and each run of whitespace made one space, or one line
+    break where the run holds one."""
+    lines = CONTINUATION.sub(r"\1", text).split("\n")
+    return "\n".join(filter(None, (" ".join(line.split()) for line in lines)))
 
 
 def redact_prefix(text: str, chars: int) -> str:

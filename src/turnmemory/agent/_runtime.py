@@ -77,15 +77,16 @@ def open_agent(
         extra_tools = []
         catalogue = ""
         if config.mcp:
-            from turnmemory.agent.mcp import McpManager, parse_mcp_config
-            from turnmemory.agent.tools.mcp_wrappers import mcp_tools
+            from turnmemory.agent.mcp import McpManager, mcp_tools, parse_mcp_config
 
             try:
                 servers = parse_mcp_config(config.mcp)
             except ValueError as error:
                 raise ConfigError(f"{config.path or 'config'}: {error}") from None
             if servers:
-                manager = stack.enter_context(McpManager(servers, spill_dir=spill.path / "mcp"))
+                manager = stack.enter_context(
+                    McpManager(servers, spill_dir=spill.path / "mcp", notice=view.notice)
+                )
                 extra_tools = mcp_tools(manager)
                 catalogue = manager.catalogue_text()
         yield Agent(

@@ -7,7 +7,7 @@ A session's events, keyed by workspace:
 - ``assistant_turn``: ``{message, status, error?, reason?, usage?}``: the turn's ``Message``
   (flattened prose and TurnMemory) and how it ended (``done``, ``incomplete``, ``interrupted``,
   ``error``); apart from it, its transcript: the visible items for display, whose tool outputs are
-  bounded, redacted previews (read to show a session, not to resume one)
+  bounded, redacted previews, none for MCP payloads (read to show a session, not to resume one)
 - ``pending_drop``: ``{message, reason}``: the pending state of an incomplete turn that was dropped
   (session, model or provider switch), as a historical ``Message``
 - ``compaction``: ``{replaces, mode, turns, freed, content}``: the first ``replaces`` messages of the

@@ -8,7 +8,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from turnmemory.retention import DEFAULT_RULES, ToolRule, cut_utf8, redact, redact_prefix, retain
+from turnmemory.retention import DEFAULT_RULES, MCP_TOOL, ToolRule, cut_utf8, redact, redact_prefix, retain
 from turnmemory.segments import AssistantSegment, PermissionSegment, ReasoningSegment, Segment, ToolSegment
 
 __all__ = ["DIFF_PREVIEW_BYTES", "PREVIEW_BYTES", "preview", "transcript_items"]
@@ -17,6 +17,8 @@ PREVIEW_BYTES = 600
 """The most of a tool output, error or reasoning text a transcript item keeps."""
 DIFF_PREVIEW_BYTES = 8000
 """The most of a diff a transcript item keeps."""
+_MCP_PAYLOADS = frozenset({MCP_TOOL, "list_mcp_tools"})
+"""The tools whose outputs are MCP payloads (a server's results, its tool listings): never previewed."""
 
 
 def preview(value: Any, limit: int = PREVIEW_BYTES) -> str:
@@ -42,7 +44,8 @@ def transcript_items(
     """The visible items of a turn for display: prose, reasoning, tools, permissions and diffs.
 
     Tool items carry the bounded target the memory would keep, status, exit code, changed file,
-    duration and a bounded preview of the output or error, never the arguments or full outputs.
+    duration and a bounded preview of the output or error, never the arguments or full outputs. An
+    MCP call keeps its server, tool, status and duration only: no preview of what the server sent.
     """
     items: list[dict[str, Any]] = []
     for segment in segments:
@@ -68,7 +71,8 @@ def transcript_items(
                         item[key] = fields[key]
                 if activity.server is not None:
                     item["tool"] = activity.tool
-                item["preview"] = preview(segment.error if segment.error is not None else segment.output)
+                if segment.name not in _MCP_PAYLOADS:
+                    item["preview"] = preview(segment.error if segment.error is not None else segment.output)
             else:
                 item["status"] = "unfinished"
             if durations and segment.call_id in durations:
