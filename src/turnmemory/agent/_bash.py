@@ -467,7 +467,7 @@ def code_source(words: Sequence[str]) -> tuple[str, int]:
             return "stdin", len(words)
         if word == "-m" and index + 1 < len(words):
             return "script", index + 1
-        if word in _INLINE_FLAGS or (
+        if word.partition("=")[0] in _INLINE_FLAGS or (
             word.startswith("-") and not word.startswith("--") and ("c" in word or "e" in word)
         ):
             return "inline", index

@@ -32,11 +32,21 @@ import re
 import stat
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Literal
+from typing import Literal, NamedTuple
 
 from turnmemory.agent._bash import INTERPRETERS, code_source, program_name
 
-__all__ = ["DIRECTORY_CHANGERS", "Escape", "Inspection", "PathKind", "PathUse", "inspect", "running_options"]
+__all__ = [
+    "DIRECTORY_CHANGERS",
+    "Escape",
+    "Inspection",
+    "PathKind",
+    "PathUse",
+    "RunningOption",
+    "inspect",
+    "running_options",
+    "running_subcommands",
+]
 
 PathKind = Literal["read", "write", "move"]
 
@@ -109,15 +119,19 @@ class _Options:
     single_dash: bool = False
 
     def resolve(self, name: str) -> str:
-        """The long option ``--name`` stands for: itself, or the listed option it may abbreviate (one
-        that runs or names a file first: a prefix that the program would find ambiguous counts too)."""
+        """The long option ``--name`` stands for: itself, or the listed option it may abbreviate, one
+        that runs a program first, then one naming a place or a file (a prefix the program would
+        find ambiguous counts too: it does nothing worse than fail there)."""
         spelled = "--" + name
         known = [*self.runs, *self.values, *self.optional, *self.reads, *self.writes, *self.moves]
         if spelled in known or not self.abbreviations or not name:
             return spelled
         candidates = sorted({option for option in known if option.startswith(spelled)})
-        telling = [c for c in candidates if c in self.runs or c in self.reads | self.writes | self.moves]
-        return (telling or candidates or [spelled])[0]
+        for kind in (set(self.runs), self.moves, self.writes, self.reads):
+            telling = [candidate for candidate in candidates if candidate in kind]
+            if telling:
+                return telling[0]
+        return (candidates or [spelled])[0]
 
 
 def _names(text: str) -> frozenset[str]:
@@ -322,7 +336,8 @@ _GIT_RUNS = {
 }
 """git(1) GIT COMMANDS whose purpose is to run another program: never covered by a wildcard."""
 
-_GIT_BUILTINS = _names("""add am annotate apply archive backfill bisect blame branch bugreport bundle cat-file check-attr
+_GIT_BUILTINS = _names(
+    """add am annotate apply archive backfill bisect blame branch bugreport bundle cat-file check-attr
     check-ignore check-mailmap check-ref-format checkout checkout-index cherry cherry-pick clean clone
     column commit commit-graph commit-tree config count-objects describe diagnose diff diff-files
     diff-index diff-pairs diff-tree fast-export fast-import fetch fetch-pack fmt-merge-msg for-each-ref
@@ -334,20 +349,25 @@ _GIT_BUILTINS = _names("""add am annotate apply archive backfill bisect blame br
     request-pull rerere reset restore rev-list rev-parse revert rm send-pack shortlog show show-branch
     show-index show-ref sparse-checkout stage stash status stripspace submodule switch symbolic-ref tag
     unpack-file unpack-objects update-index update-ref update-server-info upload-archive upload-pack var
-    verify-commit verify-pack verify-tag version whatchanged worktree write-tree""")
+    verify-commit verify-pack verify-tag version whatchanged worktree write-tree"""
+)
 """git(1) GIT COMMANDS that do their own work. Any other command is an alias (which can run a shell
 command: git-config(1) alias.*) or a git-NAME program found on the PATH."""
 
-_GIT_KEEPS_FILES = _names("""add annotate blame branch cat-file check-attr check-ignore check-mailmap check-ref-format cherry
+_GIT_KEEPS_FILES = _names(
+    """add annotate blame branch cat-file check-attr check-ignore check-mailmap check-ref-format cherry
     commit count-objects describe diff diff-files diff-index diff-tree fetch for-each-ref fsck grep
     hash-object help log ls-files ls-remote ls-tree merge-base name-rev notes range-diff reflog remote
     rev-list rev-parse shortlog show show-branch show-ref status tag var verify-commit verify-tag
-    version whatchanged""")
+    version whatchanged"""
+)
 """Commands that change no file of the work tree (only the repository under .git)."""
 
-_GIT_REVISIONS = _names("""branch cherry cherry-pick describe fetch for-each-ref log-tree ls-remote merge merge-base name-rev
+_GIT_REVISIONS = _names(
+    """stash branch cherry cherry-pick describe fetch for-each-ref log-tree ls-remote merge merge-base name-rev
     notes pull push range-diff rebase reflog remote rev-list revert show-branch show-ref switch
-    symbolic-ref tag update-ref verify-commit verify-tag""")
+    symbolic-ref tag update-ref verify-commit verify-tag"""
+)
 """Commands whose operands are revisions, refs, remotes or URLs: an operand is a path only when it
 looks like one (``/x``, ``../x``, ``file://``)."""
 
@@ -510,6 +530,8 @@ _GIT_SUBCOMMANDS: dict[str, _Options] = {
     "bundle": _git_options(),
 }
 _GIT_PLAIN = _git_options()
+_ONLY_WITH_A_VALUE = frozenset({"--exec-path"})
+"""Optional-value options that run something only with their value (``git --exec-path`` prints)."""
 _REMOTE_HELPER = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*::")
 """gitremote-helpers(7): ``<transport>::<address>`` runs git-remote-<transport> (``ext::`` runs a
 command, git-remote-ext(1); ``fd::`` talks over descriptors)."""
@@ -523,7 +545,7 @@ def _git(words: Sequence[str], cwd: str) -> Inspection:
     escapes = [
         Escape(t.start, t.end, _GIT.runs[t.option])
         for t in front
-        if t.option is not None and t.option in _GIT.runs and (t.option != "--exec-path" or t.value)
+        if t.option is not None and t.option in _GIT.runs and (t.option not in _ONLY_WITH_A_VALUE or t.value)
     ]
     if not front or front[-1].option is not None:
         return Inspection(tuple(escapes), changes_files=False)
@@ -590,9 +612,11 @@ def _git_subcommand_escapes(sub: str, at: int, words: Sequence[str], tokens: lis
 _FIND_EXEC = frozenset({"-exec", "-execdir", "-ok", "-okdir"})
 _FIND_WRITES = frozenset({"-fprint", "-fprint0", "-fls"})
 _FIND_READS = frozenset({"-newer", "-anewer", "-cnewer", "-samefile"})
-_FIND_VALUES = _names("""-name -iname -path -ipath -wholename -iwholename -regex -iregex -lname -ilname -type -xtype -size
+_FIND_VALUES = _names(
+    """-name -iname -path -ipath -wholename -iwholename -regex -iregex -lname -ilname -type -xtype -size
     -perm -user -group -uid -gid -mtime -mmin -atime -amin -ctime -cmin -maxdepth -mindepth -links -inum
-    -printf -fstype -used -context -regextype -D""")
+    -printf -fstype -used -context -regextype -D"""
+)
 _FOLLOWS = "follows symbolic links, which can lead out of the workspace"
 
 
@@ -739,9 +763,11 @@ def _runner(words: Sequence[str], cwd: str) -> Inspection:
     return Inspection((*escapes, Escape(index, len(words), reason, tuple(words[index:]))), tuple(paths))
 
 
-_OPAQUE = _names("""sudo doas su runuser setpriv chroot unshare nsenter fakeroot proot firejail systemd-run at batch
+_OPAQUE = _names(
+    """sudo doas su runuser setpriv chroot unshare nsenter fakeroot proot firejail systemd-run at batch
     crontab watch script flock strace ltrace valgrind gdb lldb perf parallel tmux screen setsid exec eval
-    source . builtin trap alias pipx cpio ssh-agent dbus-run-session xvfb-run busybox""")
+    source . builtin trap alias pipx cpio ssh-agent dbus-run-session xvfb-run busybox"""
+)
 """Programs whose arguments are a command or script they run (sudo(8), watch(1), flock(1), ...), or
 whose options are too many to table: every argument is an escape."""
 
@@ -1012,8 +1038,9 @@ _TAR = _options(
     --rsh-command --rmt-command --index-file -K --starting-file -N --newer --after-date -L --tape-length
     -V --label -b --blocking-factor -H --format --exclude --transform --xform --strip-components --owner
     --group --mode --mtime --suffix --volno-file --record-size""",
-    flags="-P --absolute-names",
+    flags="-P --absolute-names -h --dereference",
     runs={
+        "-h --dereference": "tar -h " + _FOLLOWS,
         "-I --use-compress-program": "tar -I / --use-compress-program runs the program it names",
         "--to-command": "tar --to-command runs a command for each member (GNU tar 4.2.1)",
         "--rsh-command --rmt-command": "tar --rsh-command runs the remote shell it names",
@@ -1140,6 +1167,9 @@ def _zip(words: Sequence[str], cwd: str) -> Inspection:
     ]
     tokens = _scan(words, 1, _ZIP)
     more, paths = _effects(tokens, _ZIP, None)
+    options = {token.option for token in tokens}
+    if options & {"-r", "-R", "--recurse-paths", "--recurse-patterns"} and not options & {"-y", "--symlinks"}:
+        escapes.append(Escape(1, len(words), "zip -r without -y " + _FOLLOWS + " (zip(1))"))
     operands = _operands(tokens)
     paths += [PathUse(t.start, t.value or "", "write" if t is operands[0] else "read") for t in operands]
     return Inspection(tuple(escapes + more), tuple(paths))
@@ -1356,9 +1386,11 @@ _CARGO = _options(
     moves="-C --manifest-path",
     writes="--target-dir",
 )
-_CARGO_BUILTINS = _names("""build b check c clean doc d new init add remove run r test t bench update search publish tree vendor
+_CARGO_BUILTINS = _names(
+    """build b check c clean doc d new init add remove run r test t bench update search publish tree vendor
     fetch generate-lockfile locate-project metadata pkgid verify-project version yank owner login logout
-    package report fix help info fmt clippy""")
+    package report fix help info fmt clippy"""
+)
 """cargo(1) COMMANDS (and rustup's fmt and clippy); any other is an alias from .cargo/config.toml or
 a cargo-NAME program."""
 _CARGO_RECIPES = (
@@ -1502,8 +1534,10 @@ def _project_tool(words: Sequence[str], cwd: str) -> Inspection:
 
 # -- remote shells, pagers, editors (ssh(1), ssh_config(5), scp(1), less(1), man(1), vim(1), emacs(1)) --
 
-_SSH_RUN_KEYS = _names("""proxycommand localcommand permitlocalcommand knownhostscommand match pkcs11provider
-    securitykeyprovider proxyusefdpass include""")
+_SSH_RUN_KEYS = _names(
+    """proxycommand localcommand permitlocalcommand knownhostscommand match pkcs11provider
+    securitykeyprovider proxyusefdpass include"""
+)
 _SSH = _options(
     "-b -c -D -e -J -L -l -m -O -o -p -Q -R -W -w -B -P -S",
     runs={
@@ -1529,6 +1563,8 @@ def _ssh(words: Sequence[str], cwd: str) -> Inspection:
             runs["-b"] = "sftp -b runs a batch, which can run local commands (sftp(1) !command)"
         options = replace(_SSH, runs=runs)
     tokens = _scan(words, 1, options, until_operand=name == "ssh")
+    if name == "ssh" and tokens and tokens[-1].option is None:  # options may follow the destination
+        tokens += _scan(words, tokens[-1].end, options, until_operand=True)
     escapes, paths = _effects(tokens, options, None)
     for token in _given(tokens, "-o"):
         key = re.split(r"[\s=]", (token.value or "").strip(), maxsplit=1)[0].lower()
@@ -1644,10 +1680,17 @@ _INTERPRETER_RUNS: dict[str, dict[str, str]] = {
         "--inspect-brk": "node --inspect opens a debugger that runs code sent to it",
         "--inspect-wait": "node --inspect opens a debugger that runs code sent to it",
     },
-    "perl": {"-M": "perl -M puts its text in a use statement, which runs code", "-m": "perl -m runs code"},
+    "perl": {
+        "-M": "perl -M puts its text in a use statement, which runs code",
+        "-m": "perl -m runs code",
+        "-E": "perl -E runs code given in its arguments",
+    },
     "php": {
         "-S": "php -S serves the workspace and runs its scripts",
         "-d": "php -d sets ini entries that run code",
+        "-B": "php -B runs code given in its arguments",
+        "-R": "php -R runs code given in its arguments",
+        "-E": "php -E runs code given in its arguments",
     },
     "bash": {
         "--rcfile": "bash --rcfile runs startup commands from a file",
@@ -1698,17 +1741,34 @@ _NO_FILES = _names(
     "type hash logname groups"
 )
 """Programs whose words are never files."""
-_READERS = _names("""cat tac head tail grep egrep fgrep zgrep wc diff cmp comm ls dir vdir stat file du md5sum sha1sum
+_READERS = _names(
+    """cat tac head tail grep egrep fgrep zgrep wc diff cmp comm ls dir vdir stat file du md5sum sha1sum
     sha224sum sha256sum sha384sum sha512sum b2sum cksum sum od hexdump strings readlink realpath nl cut
     paste column jq zcat bzcat xzcat zstdcat fold fmt rev expand unexpand pr join look base64 base32
-    basenc more""")
+    basenc more"""
+)
 """Programs that only read the files they name (coreutils, grep(1), diff(1), jq(1)...)."""
 _KEEPS_FILES = frozenset({*_NO_FILES, *_READERS, "mkdir", "touch", "rm", "rmdir", *DIRECTORY_CHANGERS})
 """Programs that create or replace no file a later command could be fooled by (a link, a makefile)."""
+_GREP = _options(
+    "-e --regexp -m --max-count -A --after-context -B --before-context -C --context -d --directories -D "
+    "--devices --label --include --exclude --exclude-dir --color --colour --binary-files",
+    flags="-R --dereference-recursive",
+    runs={"-R --dereference-recursive": "grep -R " + _FOLLOWS + " (grep(1))"},
+    reads="-f --file --exclude-from",
+)
+_CP = _options(
+    "-S --suffix --backup --sparse --reflink --preserve --no-preserve",
+    flags="-L --dereference",
+    runs={"-L --dereference": "cp -L " + _FOLLOWS + " (cp(1))"},
+    writes="-t --target-directory",
+)
 _RG = _options(
     "-e --regexp -g --glob -t --type -T --type-not -m --max-count -A -B -C --context -j --threads -M "
     "--max-columns --sort --sortr -E --encoding -r --replace --max-depth -d --type-add",
+    flags="-L --follow",
     runs={
+        "-L --follow": "rg -L " + _FOLLOWS,
         "--pre": "rg --pre runs a preprocessor on each file (rg(1))",
         "--hostname-bin": "rg --hostname-bin runs the program it names",
     },
@@ -1724,15 +1784,16 @@ def _generic(words: Sequence[str], kind: PathKind, options: _Options | None = No
 
 
 def _directory_change(words: Sequence[str], cwd: str) -> Inspection:
-    operands = [i for i in range(1, len(words)) if not words[i].startswith("-") or words[i] == "-"]
+    """bash(1) cd, pushd, popd: where the script's later commands run (``cd`` alone: the home directory)."""
     name = program_name(words[0])
+    operands = [i for i in range(1, len(words)) if not words[i].startswith("-") or words[i] == "-"]
     if name == "popd":
         return Inspection(changes_files=False)
-    if not operands or words[operands[0]] in ("-", "~") or words[operands[0]].startswith("~"):
-        return Inspection(
-            (Escape(1, len(words), f"{name} without a directory in the workspace goes elsewhere"),),
-            changes_files=False,
-        )
+    if not operands:
+        return Inspection(paths=(PathUse(len(words), "~", "move"),), changes_files=False, directory="~")
+    if words[operands[0]] == "-":
+        reason = f"{name} - returns to the directory the agent was started from"
+        return Inspection((Escape(operands[0], operands[0] + 1, reason),), changes_files=False)
     target = words[operands[0]]
     return Inspection(paths=(PathUse(operands[0], target, "move"),), changes_files=False, directory=target)
 
@@ -1773,7 +1834,9 @@ _ANALYZERS: dict[str, Callable[[Sequence[str], str], Inspection]] = {
     "emacs": _emacs,
     "nano": _by_options(_NANO, "write", changes=True),
     **{name: _containers for name in ("docker", "podman", "nerdctl", "kubectl")},
-    "rg": lambda words, cwd: _generic(words, "read", _RG),
+    "rg": _by_options(_RG, "read", changes=False),
+    **{name: _by_options(_GREP, "read", changes=False) for name in ("grep", "egrep", "fgrep")},
+    "cp": _by_options(_CP, "write", changes=True),
     **{name: _directory_change for name in DIRECTORY_CHANGERS},
 }
 
@@ -1791,29 +1854,56 @@ def inspect(words: Sequence[str], cwd: str) -> Inspection:
     return _generic(words, "read" if name in _READERS else "write")
 
 
-def running_options() -> list[tuple[str, tuple[str, ...], str, bool]]:
-    """Every option the tables say runs another program: ``(program, words before it, option, whether it
-    takes a value)``: the subcommand it belongs to (``("grep",)`` for ``git grep -O``) or nothing."""
-    tables: list[tuple[str, tuple[str, ...], _Options]] = [("git", (), _GIT)]
-    tables += [("git", (sub,), options) for sub, options in _GIT_SUBCOMMANDS.items()]
+class RunningOption(NamedTuple):
+    """One option the tables say runs another program (or moves the program elsewhere)."""
+
+    program: str
+    before: tuple[str, ...]
+    """The words between the program and the option: the subcommand it belongs to (``grep`` for
+    ``git grep -O``), or none."""
+    option: str
+    takes_value: bool
+    optional: bool
+    """It takes a value only glued (``--exec-path=DIR``); it runs without one too unless ``bare_is_harmless``."""
+    bare_is_harmless: bool
+    abbreviates: bool
+    single_dash: bool
+    permutes: bool
+    """It still counts after operands (GNU getopt permutes them); else it must come before them."""
+
+
+def running_options() -> list[RunningOption]:
+    """Every option the tables say runs another program or moves the program, to test and to read."""
+    tables: list[tuple[str, tuple[str, ...], _Options, bool]] = [("git", (), _GIT, False)]
+    tables += [("git", (sub,), options, True) for sub, options in _GIT_SUBCOMMANDS.items()]
+    tables += [("env", (), _RUNNERS["env"].options, False), ("npx", (), _RUNNERS["npx"].options, False)]
+    tables += [("tar", (), _TAR, True), ("rsync", (), _RSYNC, True), ("make", (), _MAKE, True)]
+    tables += [("npm", ("test",), _NPM, True), ("ssh", (), _SSH, False), ("less", (), _LESS, True)]
     tables += [
-        ("env", (), _RUNNERS["env"].options),
-        ("tar", (), _TAR),
-        ("rsync", (), _RSYNC),
-        ("make", (), _MAKE),
+        ("man", (), _MAN, True),
+        ("vim", (), _VIM, True),
+        ("awk", (), _AWK, False),
+        ("rg", (), _RG, True),
     ]
-    tables += [
-        ("npm", ("test",), _NPM),
-        ("ssh", (), _SSH),
-        ("less", (), _LESS),
-        ("man", (), _MAN),
-        ("vim", (), _VIM),
-    ]
-    tables += [("awk", (), _AWK), ("rg", (), _RG), ("cargo", ("build",), _CARGO), ("go", ("build",), _GO)]
-    tables += [("uv", (), _UV)]
+    tables += [("cargo", ("build",), _CARGO, True), ("go", ("build",), _GO, True), ("uv", (), _UV, False)]
+    tables += [("nano", (), _NANO, True)]
     return [
-        (program, before, option, option in options.values or option in options.optional)
-        for program, before, options in tables
+        RunningOption(
+            program,
+            before,
+            option,
+            option in options.values,
+            option in options.optional,
+            option in _ONLY_WITH_A_VALUE,
+            options.abbreviations,
+            options.single_dash,
+            permutes,
+        )
+        for program, before, options, permutes in tables
         for option in options.runs
-        if option != "--exec-path"
     ]
+
+
+def running_subcommands() -> list[str]:
+    """The git commands whose purpose is to run another program (never covered by ``bash:git *``)."""
+    return sorted(_GIT_RUNS)

@@ -435,10 +435,12 @@ def _workspace_change(workspace: str, since: int) -> str | None:
             seen += 1
             if seen > _MAX_SCAN:
                 return "too many files to check"
+            if entry.name == ".git":
+                continue
             try:
                 if entry.stat(follow_symlinks=False).st_ctime_ns > since:
                     return os.path.relpath(entry.path, workspace)
-                if entry.is_dir(follow_symlinks=False) and entry.name != ".git":
+                if entry.is_dir(follow_symlinks=False):
                     stack.append(entry.path)
             except OSError:
                 continue
@@ -446,10 +448,15 @@ def _workspace_change(workspace: str, since: int) -> str | None:
 
 
 def _glob(word: str, cwd: str) -> list[str]:
-    """The names bash makes of the wildcard ``word`` in ``cwd`` (the word itself when none match)."""
+    """The names bash makes of the wildcard ``word`` in ``cwd`` (the word itself when none match); a
+    part like ``.*`` also counts as ``..``, which bash before 5.2 matches."""
     pattern = os.path.expanduser(word)
     found = list(itertools.islice(glob.iglob(pattern, root_dir=cwd), _MAX_GLOB))
-    return found or [word]
+    dotted = _DOT_WILDCARD.sub("..", pattern)
+    return [*(found or [word]), *([dotted] if dotted != pattern else [])]
+
+
+_DOT_WILDCARD = re.compile(r"(?<![^/])\.[^/]*[*?\[][^/]*")
 
 
 class _Gap(NamedTuple):
@@ -580,7 +587,7 @@ class _BashCheck:
                     f"rerun with {exact} or --allow bash",
                 )
             for use in inspection.paths:
-                if not spelled(use.index + 1):
+                if use.index >= len(words) or not spelled(use.index + 1):  # an implicit path is never spelled
                     gap = self.path(use, use.index in globbed, cwd, changed, name, exact)
                     if gap is not None:
                         return gap
