@@ -211,3 +211,8 @@ def test_no_option_or_subcommand_of_an_allowed_program_runs_another_or_reaches_o
 
     rewritten = _text(tool_results(server.requests[3].body)[-1])
     assert "make takes its commands from Makefile, which changed after 'bash:make *' took effect" in rewritten
+
+
+@pytest.mark.skipif(not MISSING, reason="every program the attacks need is installed")
+def test_the_attacks_on_programs_not_installed_are_not_run() -> None:
+    pytest.skip(f"not installed here, so their attacks are not run: {', '.join(MISSING)}")
