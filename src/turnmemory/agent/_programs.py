@@ -15,10 +15,8 @@ it comes from) and reports three things for :mod:`.permissions` to decide:
 - recipes: the files a program takes the commands it runs from (a Makefile, package.json's scripts,
   the script an interpreter runs), which a rule covers only as they were when it took effect.
 
-Long options count under every abbreviation the program accepts (getopt_long and git's
-parse-options take any unique prefix; an abbreviation shared with a listed option counts as that
-option), short options glued to their value or bundled (``-xCMD``, ``-nOcmd``), and options after
-operands (GNU tools permute them).
+Options count in every spelling the program accepts (:mod:`._argv` reads them: abbreviations,
+bundles, glued values, options after operands).
 
 A program in no table: a pattern covers its options as written (nothing is known of them), every
 word that names a path counts as a file it writes (outside the workspace that needs a write rule
@@ -29,15 +27,29 @@ from __future__ import annotations
 
 import os
 import re
-import stat
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
-from typing import Literal, NamedTuple
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import NamedTuple
 
+from turnmemory.agent._argv import (
+    Escape,
+    Inspection,
+    Options,
+    PathKind,
+    PathUse,
+    Token,
+    effects,
+    given,
+    looks_like_path,
+    names,
+    operands_of,
+    option_table,
+    read_text,
+    scan,
+)
 from turnmemory.agent._bash import INTERPRETERS, code_source, program_name
 
 __all__ = [
-    "DIRECTORY_CHANGERS",
     "Escape",
     "Inspection",
     "PathKind",
@@ -48,244 +60,10 @@ __all__ = [
     "running_subcommands",
 ]
 
-PathKind = Literal["read", "write", "move"]
-
-DIRECTORY_CHANGERS = frozenset({"cd", "pushd", "popd"})
+_DIRECTORY_CHANGERS = frozenset({"cd", "pushd", "popd"})
 """Builtins after which the script's later commands run in another directory."""
 
-_MAX_READ = 1 << 20
-"""The most of a file (a makefile, a sed or awk script file) read to see what it runs."""
 _MAX_INCLUDES = 32
-
-
-@dataclass(frozen=True, slots=True)
-class Escape:
-    """Words ``start`` up to ``end`` (exclusive) that make the program run another one or work elsewhere."""
-
-    start: int
-    end: int
-    reason: str
-    inner: tuple[str, ...] | None = None
-    """A command the program runs exactly as given (``nice make``): the patterns may cover it on its own."""
-
-
-@dataclass(frozen=True, slots=True)
-class PathUse:
-    """The word at ``index`` may name a file the program reads, writes, or works in (``move``)."""
-
-    index: int
-    path: str
-    kind: PathKind
-
-
-@dataclass(frozen=True, slots=True)
-class Inspection:
-    """What one simple command does beyond its program's own work (see the module docstring).
-
-    ``runs_project``: it runs the project's code (a build, tests, a script), so outside the sandbox a
-    pattern covers it only while the workspace is unchanged. ``changes_files``: it may create or
-    replace files (a link among them), so what later commands of the script name cannot be checked
-    beforehand. ``directory``: the directory ``cd`` moves the script's later commands to.
-    """
-
-    escapes: tuple[Escape, ...] = ()
-    paths: tuple[PathUse, ...] = ()
-    recipes: tuple[str, ...] = ()
-    runs_project: bool = False
-    changes_files: bool = True
-    directory: str | None = None
-
-
-# -- options as a manual lists them ---------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class _Options:
-    """One program's options, as many of them as matter here.
-
-    ``values`` take a value (``-f x``, ``-fx``, ``--file x``, ``--file=x``); ``optional`` ones take it
-    only glued (``-i.bak``, ``--exec-path=x``). ``runs`` make the program run another program (or work
-    elsewhere), with the reason; ``reads``, ``writes`` and ``moves`` take a file read, a file written
-    and a place worked in. ``single_dash``: long options are spelled ``-name`` (Go's flag package).
-    """
-
-    values: frozenset[str] = frozenset()
-    optional: frozenset[str] = frozenset()
-    runs: Mapping[str, str] = field(default_factory=dict)
-    reads: frozenset[str] = frozenset()
-    writes: frozenset[str] = frozenset()
-    moves: frozenset[str] = frozenset()
-    abbreviations: bool = True
-    single_dash: bool = False
-
-    def resolve(self, name: str) -> str:
-        """The long option ``--name`` stands for: itself, or the listed option it may abbreviate, one
-        that runs a program first, then one naming a place or a file (a prefix the program would
-        find ambiguous counts too: it does nothing worse than fail there)."""
-        spelled = "--" + name
-        known = [*self.runs, *self.values, *self.optional, *self.reads, *self.writes, *self.moves]
-        if spelled in known or not self.abbreviations or not name:
-            return spelled
-        candidates = sorted({option for option in known if option.startswith(spelled)})
-        for kind in (set(self.runs), self.moves, self.writes, self.reads):
-            telling = [candidate for candidate in candidates if candidate in kind]
-            if telling:
-                return telling[0]
-        return (candidates or [spelled])[0]
-
-
-def _names(text: str) -> frozenset[str]:
-    """The space-separated names of ``text``."""
-    return frozenset(text.split())
-
-
-def _options(
-    values: str = "",
-    *,
-    optional: str = "",
-    flags: str = "",
-    runs: Mapping[str, str] | None = None,
-    reads: str = "",
-    writes: str = "",
-    moves: str = "",
-    abbreviations: bool = True,
-    single_dash: bool = False,
-) -> _Options:
-    """An :class:`_Options` from space-separated option names; a ``runs`` key may list several, and
-    takes a value unless it is listed in ``flags`` (no value) or ``optional``."""
-    running = {option: reason for key, reason in (runs or {}).items() for option in key.split()}
-    files = {*reads.split(), *writes.split(), *moves.split()}
-    unvalued = {*flags.split(), *optional.split()}
-    return _Options(
-        values=frozenset({*values.split(), *files, *(set(running) - unvalued)}),
-        optional=frozenset(optional.split()),
-        runs=running,
-        reads=frozenset(reads.split()),
-        writes=frozenset(writes.split()),
-        moves=frozenset(moves.split()),
-        abbreviations=abbreviations,
-        single_dash=single_dash,
-    )
-
-
-@dataclass(frozen=True, slots=True)
-class _Token:
-    """One option with its value (``option`` set), or one operand (``option`` None, the word in ``value``)."""
-
-    start: int
-    end: int
-    option: str | None
-    value: str | None
-
-
-def _scan(
-    words: Sequence[str], start: int, options: _Options, *, until_operand: bool = False
-) -> list[_Token]:
-    """The options and operands of ``words[start:]``; with ``until_operand``, up to the first operand."""
-    tokens: list[_Token] = []
-    index, ended = start, False
-    while index < len(words):
-        word = words[index]
-        if ended or word == "-" or not word.startswith("-"):
-            tokens.append(_Token(index, index + 1, None, word))
-            if until_operand:
-                break
-            index += 1
-        elif word == "--":
-            ended = True
-            index += 1
-        elif word.startswith("--") or options.single_dash:
-            if options.single_dash:
-                name, eq, value = word.lstrip("-").partition("=")
-                option = "-" + name
-            else:
-                name, eq, value = word[2:].partition("=")
-                option = options.resolve(name)
-            if eq:
-                tokens.append(_Token(index, index + 1, option, value))
-                index += 1
-            elif option in options.values and index + 1 < len(words):
-                tokens.append(_Token(index, index + 2, option, words[index + 1]))
-                index += 2
-            else:
-                tokens.append(_Token(index, index + 1, option, None))
-                index += 1
-        else:
-            index = _short(words, index, options, tokens)
-    return tokens
-
-
-def _short(words: Sequence[str], index: int, options: _Options, tokens: list[_Token]) -> int:
-    """Append the options of one bundle of short options (``-xvf name``); the index after it."""
-    word = words[index]
-    for at in range(1, len(word)):
-        option, rest = "-" + word[at], word[at + 1 :]
-        if option in options.values:
-            if rest or index + 1 >= len(words):
-                tokens.append(_Token(index, index + 1, option, rest or None))
-                return index + 1
-            tokens.append(_Token(index, index + 2, option, words[index + 1]))
-            return index + 2
-        if option in options.optional or rest[:1] in ("/", "~"):  # an unknown option's glued path
-            tokens.append(_Token(index, index + 1, option, rest or None))
-            return index + 1
-        tokens.append(_Token(index, index + 1, option, None))
-    return index + 1
-
-
-def _effects(
-    tokens: Iterable[_Token], options: _Options, operands: PathKind | None
-) -> tuple[list[Escape], list[PathUse]]:
-    """The escapes and path uses of scanned tokens: ``operands`` is what an operand is (None: not a path).
-
-    The value of an option the table does not know counts as a path like an operand: ``--output=/x``."""
-    escapes: list[Escape] = []
-    paths: list[PathUse] = []
-    for token in tokens:
-        if token.option is None:
-            if operands is not None and token.value:
-                paths.append(PathUse(token.start, token.value, operands))
-        elif token.option in options.runs:
-            escapes.append(Escape(token.start, token.end, options.runs[token.option]))
-        elif token.value is None:
-            continue
-        elif token.option in options.moves:
-            paths.append(PathUse(token.end - 1, token.value, "move"))
-        elif token.option in options.reads:
-            paths.append(PathUse(token.end - 1, token.value, "read"))
-        elif token.option in options.writes:
-            paths.append(PathUse(token.end - 1, token.value, "write"))
-        elif token.option not in options.values and token.option not in options.optional:
-            paths.append(PathUse(token.end - 1, token.value, operands or "write"))
-    return escapes, paths
-
-
-def _operands(tokens: Iterable[_Token]) -> list[_Token]:
-    return [token for token in tokens if token.option is None]
-
-
-def _given(tokens: Iterable[_Token], *names: str) -> list[_Token]:
-    return [token for token in tokens if token.option in names]
-
-
-def _read_text(path: str) -> str | None:
-    """A regular file's text (at most :data:`_MAX_READ` bytes), or None; never blocks on a FIFO."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-    except OSError:
-        return None
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return None
-        return os.read(fd, _MAX_READ).decode("utf-8", "replace")
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
-
-
-def _looks_like_path(word: str) -> bool:
-    return word in (".", "..") or word.startswith(("/", "~", "./", "../", "file:"))
 
 
 # -- git (git(1), gitcli(7), and each git-<command>(1)) -------------------------------------------
@@ -294,7 +72,7 @@ _CONFIGURES = (
     "sets configuration, which can name a program to run (git-config(1): core.fsmonitor, alias.*, ...)"
 )
 _ELSEWHERE = "makes git use another repository or work tree, whose configuration can run programs"
-_GIT = _options(
+_GIT = option_table(
     "--namespace --super-prefix --list-cmds --attr-source",
     optional="--exec-path",
     flags="--bare",
@@ -336,7 +114,7 @@ _GIT_RUNS = {
 }
 """git(1) GIT COMMANDS whose purpose is to run another program: never covered by a wildcard."""
 
-_GIT_BUILTINS = _names(
+_GIT_BUILTINS = names(
     """add am annotate apply archive backfill bisect blame branch bugreport bundle cat-file check-attr
     check-ignore check-mailmap check-ref-format checkout checkout-index cherry cherry-pick clean clone
     column commit commit-graph commit-tree config count-objects describe diagnose diff diff-files
@@ -354,7 +132,7 @@ _GIT_BUILTINS = _names(
 """git(1) GIT COMMANDS that do their own work. Any other command is an alias (which can run a shell
 command: git-config(1) alias.*) or a git-NAME program found on the PATH."""
 
-_GIT_KEEPS_FILES = _names(
+_GIT_KEEPS_FILES = names(
     """add annotate blame branch cat-file check-attr check-ignore check-mailmap check-ref-format cherry
     commit count-objects describe diff diff-files diff-index diff-tree fetch for-each-ref fsck grep
     hash-object help log ls-files ls-remote ls-tree merge-base name-rev notes range-diff reflog remote
@@ -363,7 +141,7 @@ _GIT_KEEPS_FILES = _names(
 )
 """Commands that change no file of the work tree (only the repository under .git)."""
 
-_GIT_REVISIONS = _names(
+_GIT_REVISIONS = names(
     """stash branch cherry cherry-pick describe fetch for-each-ref log-tree ls-remote merge merge-base name-rev
     notes pull push range-diff rebase reflog remote rev-list revert show-branch show-ref switch
     symbolic-ref tag update-ref verify-commit verify-tag"""
@@ -405,9 +183,9 @@ def _git_options(
     reads: str = "",
     writes: str = "",
     diff: bool = False,
-) -> _Options:
+) -> Options:
     """A git command's options, with the diff options when it takes them."""
-    return _options(
+    return option_table(
         f"{values} {_DIFF_VALUES if diff else ''}",
         optional=optional,
         flags=f"{flags} --ext-diff" if diff else flags,
@@ -419,7 +197,7 @@ def _git_options(
 
 _UPLOAD_PACK = "--upload-pack runs the program it names as the remote side (git-fetch(1))"
 _RECEIVE_PACK = "--receive-pack runs the program it names as the remote side (git-push(1))"
-_GIT_SUBCOMMANDS: dict[str, _Options] = {
+_GIT_SUBCOMMANDS: dict[str, Options] = {
     "diff": _git_options("--relative", diff=True),
     "log": _git_options(_GIT_LOG_VALUES, diff=True),
     "show": _git_options(_GIT_LOG_VALUES, diff=True),
@@ -535,13 +313,13 @@ _ONLY_WITH_A_VALUE = frozenset({"--exec-path"})
 _REMOTE_HELPER = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*::")
 """gitremote-helpers(7): ``<transport>::<address>`` runs git-remote-<transport> (``ext::`` runs a
 command, git-remote-ext(1); ``fd::`` talks over descriptors)."""
-_CONFIG_WRITES = _names("--add --unset --unset-all --replace-all --rename-section --remove-section -e --edit")
+_CONFIG_WRITES = names("--add --unset --unset-all --replace-all --rename-section --remove-section -e --edit")
 _CONFIG_VERBS_WRITE = frozenset({"set", "unset", "rename-section", "remove-section", "edit"})
-_CONFIG_READS = _names("--get --get-all --get-regexp --get-urlmatch -l --list --get-color --get-colorbool")
+_CONFIG_READS = names("--get --get-all --get-regexp --get-urlmatch -l --list --get-color --get-colorbool")
 
 
 def _git(words: Sequence[str], cwd: str) -> Inspection:
-    front = _scan(words, 1, _GIT, until_operand=True)
+    front = scan(words, 1, _GIT, until_operand=True)
     escapes = [
         Escape(t.start, t.end, _GIT.runs[t.option])
         for t in front
@@ -559,11 +337,11 @@ def _git(words: Sequence[str], cwd: str) -> Inspection:
         rest = [PathUse(i, words[i], "write") for i in range(at + 1, len(words))]
         return Inspection((*escapes, Escape(at, at + 1, reason)), tuple(rest))
     options = _GIT_SUBCOMMANDS.get(sub, _GIT_PLAIN)
-    tokens = _scan(words, at + 1, options)
+    tokens = scan(words, at + 1, options)
     kind: PathKind = "write" if sub in _GIT_WRITES else "read"
-    more, paths = _effects(tokens, options, kind)
+    more, paths = effects(tokens, options, kind)
     if sub in _GIT_REVISIONS:
-        paths = [use for use in paths if use.kind != kind or _looks_like_path(use.path)]
+        paths = [use for use in paths if use.kind != kind or looks_like_path(use.path)]
     escapes += more
     escapes += _git_subcommand_escapes(sub, at, words, tokens)
     for token in tokens:
@@ -580,9 +358,9 @@ def _git(words: Sequence[str], cwd: str) -> Inspection:
     )
 
 
-def _git_subcommand_escapes(sub: str, at: int, words: Sequence[str], tokens: list[_Token]) -> list[Escape]:
+def _git_subcommand_escapes(sub: str, at: int, words: Sequence[str], tokens: list[Token]) -> list[Escape]:
     """What a few commands do with their operands: config writes, strategies, bisect run, foreach."""
-    operands = _operands(tokens)
+    operands = operands_of(tokens)
     first = operands[0].value if operands else None
     whole = [Escape(at, len(words), "")]
     if sub == "config":
@@ -600,7 +378,7 @@ def _git_subcommand_escapes(sub: str, at: int, words: Sequence[str], tokens: lis
         reason = "git maintenance schedules jobs and edits the user's configuration (git-maintenance(1))"
         return [replace(whole[0], reason=reason)]
     escapes = []
-    for token in _given(tokens, "-s", "--strategy") if sub in _GIT_MERGES else ():
+    for token in given(tokens, "-s", "--strategy") if sub in _GIT_MERGES else ():
         if token.value not in _GIT_STRATEGIES:
             reason = f"git {sub} -s {token.value} runs git-merge-{token.value} from the PATH (git-merge(1))"
             escapes.append(Escape(token.start, token.end, reason))
@@ -612,7 +390,7 @@ def _git_subcommand_escapes(sub: str, at: int, words: Sequence[str], tokens: lis
 _FIND_EXEC = frozenset({"-exec", "-execdir", "-ok", "-okdir"})
 _FIND_WRITES = frozenset({"-fprint", "-fprint0", "-fls"})
 _FIND_READS = frozenset({"-newer", "-anewer", "-cnewer", "-samefile"})
-_FIND_VALUES = _names(
+_FIND_VALUES = names(
     """-name -iname -path -ipath -wholename -iwholename -regex -iregex -lname -ilname -type -xtype -size
     -perm -user -group -uid -gid -mtime -mmin -atime -amin -ctime -cmin -maxdepth -mindepth -links -inum
     -printf -fstype -used -context -regextype -D"""
@@ -666,7 +444,7 @@ def _find(words: Sequence[str], cwd: str) -> Inspection:
     return Inspection(tuple(escapes), tuple(paths), changes_files=writes)
 
 
-_XARGS = _options(
+_XARGS = option_table(
     "-d --delimiter -E -I -L --max-lines -n --max-args -P --max-procs -s --max-chars --process-slot-var",
     optional="-e --eof -i --replace -l",
     reads="-a --arg-file",
@@ -674,9 +452,9 @@ _XARGS = _options(
 
 
 def _xargs(words: Sequence[str], cwd: str) -> Inspection:
-    tokens = _scan(words, 1, _XARGS, until_operand=True)
-    escapes, paths = _effects(tokens, _XARGS, None)
-    operands = _operands(tokens)
+    tokens = scan(words, 1, _XARGS, until_operand=True)
+    escapes, paths = effects(tokens, _XARGS, None)
+    operands = operands_of(tokens)
     if operands:
         reason = "xargs runs a command with arguments read from its input (xargs(1))"
         escapes.append(Escape(operands[0].start, len(words), reason))
@@ -690,7 +468,7 @@ def _xargs(words: Sequence[str], cwd: str) -> Inspection:
 class _Runner:
     """A program that runs the command given after its options and ``skip`` further operands."""
 
-    options: _Options
+    options: Options
     skip: int = 0
     no_command: frozenset[str] = frozenset()
     """Options after which the operands are not a command (``ionice -p PID``)."""
@@ -698,7 +476,7 @@ class _Runner:
 
 _RUNNERS: dict[str, _Runner] = {
     "env": _Runner(
-        _options(
+        option_table(
             "-u --unset -a --argv0",
             optional="--block-signal --default-signal --ignore-signal",
             runs={
@@ -707,25 +485,25 @@ _RUNNERS: dict[str, _Runner] = {
             },
         )
     ),
-    "nice": _Runner(_options("-n --adjustment")),
-    "nohup": _Runner(_options()),
-    "timeout": _Runner(_options("-s --signal -k --kill-after"), skip=1),
-    "stdbuf": _Runner(_options("-i --input -o --output -e --error")),
-    "time": _Runner(_options("-f --format", writes="-o --output")),
+    "nice": _Runner(option_table("-n --adjustment")),
+    "nohup": _Runner(option_table()),
+    "timeout": _Runner(option_table("-s --signal -k --kill-after"), skip=1),
+    "stdbuf": _Runner(option_table("-i --input -o --output -e --error")),
+    "time": _Runner(option_table("-f --format", writes="-o --output")),
     "ionice": _Runner(
-        _options("-c --class -n --classdata -p --pid -P --pgid -u --uid"),
+        option_table("-c --class -n --classdata -p --pid -P --pgid -u --uid"),
         no_command=frozenset({"-p", "--pid", "-P", "--pgid", "-u", "--uid"}),
     ),
-    "taskset": _Runner(_options(), skip=1, no_command=frozenset({"-p", "--pid"})),
+    "taskset": _Runner(option_table(), skip=1, no_command=frozenset({"-p", "--pid"})),
     "chrt": _Runner(
-        _options("-T --sched-runtime -P --sched-period -D --sched-deadline"),
+        option_table("-T --sched-runtime -P --sched-period -D --sched-deadline"),
         skip=1,
         no_command=frozenset({"-p", "--pid"}),
     ),
-    "command": _Runner(_options(), no_command=frozenset({"-v", "-V"})),
+    "command": _Runner(option_table(), no_command=frozenset({"-v", "-V"})),
     **{
         name: _Runner(
-            _options(
+            option_table(
                 "-w --workspace --python --registry",
                 runs={
                     "-p --package --from --with": f"{name} --package installs the package it names",
@@ -744,8 +522,8 @@ npm-exec(1)'s npx with its kin (which also fetch the package when it is not inst
 def _runner(words: Sequence[str], cwd: str) -> Inspection:
     name = program_name(words[0])
     runner = _RUNNERS[name]
-    tokens = _scan(words, 1, runner.options, until_operand=True)
-    escapes, paths = _effects(tokens, runner.options, None)
+    tokens = scan(words, 1, runner.options, until_operand=True)
+    escapes, paths = effects(tokens, runner.options, None)
     if any(token.option in runner.no_command for token in tokens):
         return Inspection(tuple(escapes), tuple(paths), changes_files=False)
     index = tokens[-1].start if tokens and tokens[-1].option is None else len(words)
@@ -763,7 +541,7 @@ def _runner(words: Sequence[str], cwd: str) -> Inspection:
     return Inspection((*escapes, Escape(index, len(words), reason, tuple(words[index:]))), tuple(paths))
 
 
-_OPAQUE = _names(
+_OPAQUE = names(
     """sudo doas su runuser setpriv chroot unshare nsenter fakeroot proot firejail systemd-run at batch
     crontab watch script flock strace ltrace valgrind gdb lldb perf parallel tmux screen setsid exec eval
     source . builtin trap alias pipx cpio ssh-agent dbus-run-session xvfb-run busybox"""
@@ -781,7 +559,7 @@ def _opaque(words: Sequence[str], cwd: str) -> Inspection:
 
 # -- sed (GNU sed manual: 3.2 sed commands, 3.3 The s Command, 3.8 Extended Commands) -------------
 
-_SED = _options(
+_SED = option_table(
     "-e --expression -f --file -l --line-length",
     optional="-i --in-place",
     abbreviations=True,
@@ -793,16 +571,16 @@ class _Unreadable(ValueError):
 
 
 def _sed(words: Sequence[str], cwd: str) -> Inspection:
-    tokens = _scan(words, 1, _SED)
-    operands = _operands(tokens)
-    scripts = [(t.end - 1, t.value or "") for t in _given(tokens, "-e", "--expression")]
-    files = _given(tokens, "-f", "--file")
-    in_place = _given(tokens, "-i", "--in-place")
+    tokens = scan(words, 1, _SED)
+    operands = operands_of(tokens)
+    scripts = [(t.end - 1, t.value or "") for t in given(tokens, "-e", "--expression")]
+    files = given(tokens, "-f", "--file")
+    in_place = given(tokens, "-i", "--in-place")
     sandboxed = any(t.option == "--sandbox" for t in tokens)
     escapes: list[Escape] = []
     paths = [PathUse(t.end - 1, t.value or "", "read") for t in files]
     for token in files:
-        text = _read_text(os.path.join(cwd, os.path.expanduser(token.value or "")))
+        text = read_text(os.path.join(cwd, os.path.expanduser(token.value or "")))
         if text is None:
             escapes.append(Escape(token.start, token.end, "sed -f names a script the checker cannot read"))
         else:
@@ -948,7 +726,7 @@ def _sed_substitution(script: str, at: int) -> tuple[int, str]:
 
 # -- awk (POSIX awk(1p): Output Statements, Functions; gawk manual 5.6 Redirecting Output, 2.2 options) --
 
-_AWK = _options(
+_AWK = option_table(
     "-F --field-separator -v --assign",
     runs={
         "-i --include": "awk -i includes a source file (gawk)",
@@ -966,11 +744,11 @@ _AWK_RISKS = [
 
 
 def _awk(words: Sequence[str], cwd: str) -> Inspection:
-    tokens = _scan(words, 1, _AWK, until_operand=True)
-    escapes, paths = _effects(tokens, _AWK, None)
-    programs = [(t.end - 1, t.value or "") for t in _given(tokens, "-e", "--source")]
-    for token in _given(tokens, "-f", "--file", "-E", "--exec"):
-        text = _read_text(os.path.join(cwd, os.path.expanduser(token.value or "")))
+    tokens = scan(words, 1, _AWK, until_operand=True)
+    escapes, paths = effects(tokens, _AWK, None)
+    programs = [(t.end - 1, t.value or "") for t in given(tokens, "-e", "--source")]
+    for token in given(tokens, "-f", "--file", "-E", "--exec"):
+        text = read_text(os.path.join(cwd, os.path.expanduser(token.value or "")))
         if text is None:
             escapes.append(Escape(token.start, token.end, "awk -f names a program the checker cannot read"))
         else:
@@ -1032,7 +810,7 @@ def _awk_code(program: str) -> str:
 
 # -- archives and copies: tar(1) GNU, rsync(1), zip(1), unzip(1) ---------------------------------
 
-_TAR = _options(
+_TAR = option_table(
     """-f --file -C --directory -I --use-compress-program -T --files-from -X --exclude-from -g
     --listed-incremental -F --info-script --new-volume-script --to-command --checkpoint-action
     --rsh-command --rmt-command --index-file -K --starting-file -N --newer --after-date -L --tape-length
@@ -1059,23 +837,23 @@ _TAR_TRADITIONAL_VALUES = frozenset("fCITXgFKNLVbH")
 
 def _tar(words: Sequence[str], cwd: str) -> Inspection:
     words, origin = _tar_options(words)
-    tokens = _scan(words, 1, _TAR)
-    escapes, paths = _effects(tokens, _TAR, None)
+    tokens = scan(words, 1, _TAR)
+    escapes, paths = effects(tokens, _TAR, None)
     options = {token.option for token in tokens}
     creates = bool(options & _TAR_CREATES)
-    for token in _given(tokens, "--checkpoint-action"):
+    for token in given(tokens, "--checkpoint-action"):
         if "exec" in (token.value or ""):
             escapes.append(Escape(token.start, token.end, "tar --checkpoint-action=exec runs a command"))
-    for token in _given(tokens, "-T", "--files-from", "-X", "--exclude-from"):
+    for token in given(tokens, "-T", "--files-from", "-X", "--exclude-from"):
         if token.value == "-":
             escapes.append(Escape(token.start, token.end, "tar -T - takes the names of files from its input"))
-    for token in _given(tokens, "-f", "--file"):
+    for token in given(tokens, "-f", "--file"):
         archive = token.value or ""
         if ":" in archive.split("/")[0] and "--force-local" not in options:
             escapes.append(Escape(token.start, token.end, "tar -f HOST:FILE reaches another machine"))
         paths.append(PathUse(token.end - 1, archive, "write" if creates else "read"))
     if creates:
-        paths += [PathUse(t.start, t.value or "", "read") for t in _operands(tokens)]
+        paths += [PathUse(t.start, t.value or "", "read") for t in operands_of(tokens)]
     extracts = bool(options & {"-x", "--extract", "--get"})
     inspection = Inspection(tuple(escapes), tuple(paths), changes_files=creates or extracts)
     return _remap(inspection, origin)
@@ -1111,7 +889,7 @@ def _remap(inspection: Inspection, origin: Sequence[int]) -> Inspection:
     )
 
 
-_RSYNC = _options(
+_RSYNC = option_table(
     """--exclude --include -f --filter --chmod --chown --usermap --groupmap --port --sockopts --timeout
     --contimeout --bwlimit --max-size --min-size --modify-window --suffix --iconv --out-format
     --log-file-format --checksum-choice --compress-choice --info --debug --address --outbuf --max-delete
@@ -1132,9 +910,9 @@ _REMOTE = re.compile(r"^(?:[^/]*:|rsync://)")
 
 
 def _rsync(words: Sequence[str], cwd: str) -> Inspection:
-    tokens = _scan(words, 1, _RSYNC)
-    escapes, paths = _effects(tokens, _RSYNC, None)
-    operands = _operands(tokens)
+    tokens = scan(words, 1, _RSYNC)
+    escapes, paths = effects(tokens, _RSYNC, None)
+    operands = operands_of(tokens)
     for token in operands:
         if _REMOTE.match(token.value or ""):
             escapes.append(
@@ -1143,13 +921,13 @@ def _rsync(words: Sequence[str], cwd: str) -> Inspection:
         else:
             last = token is operands[-1] and len(operands) > 1
             paths.append(PathUse(token.start, token.value or "", "write" if last else "read"))
-    for token in _given(tokens, "--files-from"):
+    for token in given(tokens, "--files-from"):
         if token.value == "-":
             escapes.append(Escape(token.start, token.end, "rsync --files-from=- takes names from its input"))
     return Inspection(tuple(escapes), tuple(paths))
 
 
-_ZIP = _options(
+_ZIP = option_table(
     "-b --temp-path -n --suffixes -t --from-date -tt --before-date -P --password", writes="-O --output-file"
 )
 
@@ -1165,22 +943,22 @@ def _zip(words: Sequence[str], cwd: str) -> Inspection:
         for i, w in enumerate(words)
         if w == "-@"
     ]
-    tokens = _scan(words, 1, _ZIP)
-    more, paths = _effects(tokens, _ZIP, None)
+    tokens = scan(words, 1, _ZIP)
+    more, paths = effects(tokens, _ZIP, None)
     options = {token.option for token in tokens}
     if options & {"-r", "-R", "--recurse-paths", "--recurse-patterns"} and not options & {"-y", "--symlinks"}:
         escapes.append(Escape(1, len(words), "zip -r without -y " + _FOLLOWS + " (zip(1))"))
-    operands = _operands(tokens)
+    operands = operands_of(tokens)
     paths += [PathUse(t.start, t.value or "", "write" if t is operands[0] else "read") for t in operands]
     return Inspection(tuple(escapes + more), tuple(paths))
 
 
-_UNZIP = _options("-P -x", writes="-d")
+_UNZIP = option_table("-P -x", writes="-d")
 
 
 def _unzip(words: Sequence[str], cwd: str) -> Inspection:
-    tokens = _scan(words, 1, _UNZIP)
-    escapes, paths = _effects(tokens, _UNZIP, "read")
+    tokens = scan(words, 1, _UNZIP)
+    escapes, paths = effects(tokens, _UNZIP, "read")
     escapes += [
         Escape(t.start, t.end, "unzip -: keeps .. in member names, so it can write outside")
         for t in tokens
@@ -1192,7 +970,7 @@ def _unzip(words: Sequence[str], cwd: str) -> Inspection:
 # -- make (GNU make manual: 3.2 What Name to Give Your Makefile, 3.3 Including Other Makefiles,
 #    9.5 Overriding Variables, 9.8 Summary of Options) -------------------------------------------
 
-_MAKE = _options(
+_MAKE = option_table(
     "-o --old-file --assume-old -W --what-if --new-file --assume-new --jobserver-auth --jobserver-style",
     optional="-j --jobs -l --load-average --max-load -O --output-sync --debug --shuffle",
     runs={"--eval -E": "make --eval evaluates make text, which can run commands"},
@@ -1205,12 +983,12 @@ _INCLUDE = re.compile(r"^[ \t]*(?:-include|sinclude|include)[ \t]+(.*)$", re.MUL
 
 
 def _make(words: Sequence[str], cwd: str) -> Inspection:
-    tokens = _scan(words, 1, _MAKE)
-    escapes, paths = _effects(tokens, _MAKE, None)
+    tokens = scan(words, 1, _MAKE)
+    escapes, paths = effects(tokens, _MAKE, None)
     directory = ""
-    for token in _given(tokens, "-C", "--directory"):
+    for token in given(tokens, "-C", "--directory"):
         directory = os.path.join(directory, token.value or "")
-    for token in _operands(tokens):
+    for token in operands_of(tokens):
         if _ASSIGNMENT.match(token.value or ""):
             reason = (
                 "make NAME=VALUE overrides a variable, which can change what a recipe runs (SHELL, CC...)"
@@ -1218,9 +996,9 @@ def _make(words: Sequence[str], cwd: str) -> Inspection:
             escapes.append(Escape(token.start, token.end, reason))
         else:
             paths.append(PathUse(token.start, token.value or "", "write"))
-    named = [token.value or "" for token in _given(tokens, "-f", "--file", "--makefile")]
+    named = [token.value or "" for token in given(tokens, "-f", "--file", "--makefile")]
     makefiles = [os.path.join(directory, name) for name in named or _MAKEFILES]
-    searched = [os.path.join(directory, t.value or "") for t in _given(tokens, "-I", "--include-dir")]
+    searched = [os.path.join(directory, t.value or "") for t in given(tokens, "-I", "--include-dir")]
     recipes = _make_includes(makefiles, cwd, [directory, *searched])
     return Inspection(tuple(escapes), tuple(paths), recipes=tuple(recipes), runs_project=True)
 
@@ -1229,7 +1007,7 @@ def _make_includes(makefiles: list[str], cwd: str, directories: list[str]) -> li
     """The makefiles and the files they include by name (make's own search, a few levels deep)."""
     found, queue = list(makefiles), list(makefiles)
     while queue and len(found) < _MAX_INCLUDES:
-        text = _read_text(os.path.join(cwd, queue.pop(0)))
+        text = read_text(os.path.join(cwd, queue.pop(0)))
         for line in _INCLUDE.findall(text or ""):
             for name in line.split("#")[0].split():
                 if "$" in name or any(ch in name for ch in "*?["):
@@ -1245,7 +1023,7 @@ def _make_includes(makefiles: list[str], cwd: str, directories: list[str]) -> li
 # -- package managers and build tools (npm-scripts(7), npm-config(7), pip(1), uv, cargo(1), go(1)) ---
 
 _INSTALLS = "installs the packages it names, which can run their own install or build code"
-_NPM = _options(
+_NPM = option_table(
     "-w --workspace --registry --tag --otp --location --cache --loglevel --omit --include --before",
     flags="-g --global",
     runs={
@@ -1269,10 +1047,10 @@ _JS_RECIPES = ("package.json", ".npmrc", ".yarnrc", ".yarnrc.yml", ".pnpmfile.cj
 
 def _npm(words: Sequence[str], cwd: str) -> Inspection:
     name = program_name(words[0])
-    tokens = _scan(words, 1, _NPM)
-    escapes, paths = _effects(tokens, _NPM, None)
-    operands = _operands(tokens)
-    for token in _given(tokens, "--location"):
+    tokens = scan(words, 1, _NPM)
+    escapes, paths = effects(tokens, _NPM, None)
+    operands = operands_of(tokens)
+    for token in given(tokens, "--location"):
         if token.value == "global":
             escapes.append(
                 Escape(token.start, token.end, f"{name} --location=global works outside the workspace")
@@ -1289,21 +1067,21 @@ def _npm(words: Sequence[str], cwd: str) -> Inspection:
         )
     elif sub is not None and sub.value in _NPM_INSTALLS and "--ignore-scripts" not in words:
         for token in operands[1:]:
-            if not _looks_like_path(token.value or ""):
+            if not looks_like_path(token.value or ""):
                 escapes.append(Escape(token.start, token.end, f"{name} {sub.value} {_INSTALLS}"))
     if name == "bun":
         escapes += [
             Escape(t.start, len(words), "bun -e runs code given in its arguments")
-            for t in _given(tokens, "-e", "--eval", "-p", "--print")
+            for t in given(tokens, "-e", "--eval", "-p", "--print")
         ]
-    prefix = next((t.value or "" for t in _given(tokens, *_NPM.moves)), "")
+    prefix = next((t.value or "" for t in given(tokens, *_NPM.moves)), "")
     recipes = [os.path.join(prefix, recipe) for recipe in _JS_RECIPES]
     if sub is not None and name == "bun" and _JS_SCRIPT.search(sub.value or ""):
         recipes.append(sub.value or "")
     return Inspection(tuple(escapes), tuple(paths), recipes=tuple(recipes), runs_project=True)
 
 
-_PIP = _options(
+_PIP = option_table(
     "-e --editable -i --index-url --extra-index-url -f --find-links --python-version --platform "
     "--implementation --abi --only-binary --no-binary --progress-bar --config-settings -C --trusted-host",
     flags="--user",
@@ -1314,15 +1092,15 @@ _PIP = _options(
 
 
 def _pip(words: Sequence[str], cwd: str) -> Inspection:
-    tokens = _scan(words, 1, _PIP)
-    escapes, paths = _effects(tokens, _PIP, None)
-    operands = _operands(tokens)
+    tokens = scan(words, 1, _PIP)
+    escapes, paths = effects(tokens, _PIP, None)
+    operands = operands_of(tokens)
     sub = operands[0] if operands else None
-    recipes = [t.value or "" for t in _given(tokens, "-r", "--requirement")]
+    recipes = [t.value or "" for t in given(tokens, "-r", "--requirement")]
     if sub is not None and sub.value in ("install", "download", "wheel"):
-        for token in [*operands[1:], *_given(tokens, "-e", "--editable")]:
+        for token in [*operands[1:], *given(tokens, "-e", "--editable")]:
             value = token.value or ""
-            if _looks_like_path(value):
+            if looks_like_path(value):
                 recipes += [os.path.join(value, name) for name in ("pyproject.toml", "setup.py", "setup.cfg")]
             else:
                 escapes.append(Escape(token.start, token.end, f"pip {sub.value} {_INSTALLS}"))
@@ -1337,7 +1115,7 @@ def _pip(words: Sequence[str], cwd: str) -> Inspection:
 
 
 _PY_RECIPES = ("pyproject.toml", "uv.toml", "uv.lock", "setup.py", "setup.cfg", "poetry.lock", "poetry.toml")
-_UV = _options(
+_UV = option_table(
     "--python -p --index --default-index --index-url --extra-index-url --find-links -f --cache-dir "
     "--color --package --extra --group --only-group",
     runs={
@@ -1349,17 +1127,17 @@ _UV = _options(
 )
 
 
-_UV_INSTALLS = _names("add tool pip python self x exec shell")
+_UV_INSTALLS = names("add tool pip python self x exec shell")
 
 
 def _uv(words: Sequence[str], cwd: str) -> Inspection:
     name = program_name(words[0])
-    tokens = _scan(words, 1, _UV, until_operand=True)
-    escapes, paths = _effects(tokens, _UV, None)
+    tokens = scan(words, 1, _UV, until_operand=True)
+    escapes, paths = effects(tokens, _UV, None)
     sub = tokens[-1] if tokens and tokens[-1].option is None else None
     if sub is not None and sub.value == "run":
-        rest = _scan(words, sub.end, _UV, until_operand=True)
-        more, _ = _effects(rest, _UV, None)
+        rest = scan(words, sub.end, _UV, until_operand=True)
+        more, _ = effects(rest, _UV, None)
         escapes += more
         start = rest[-1].start if rest and rest[-1].option is None else len(words)
         if start < len(words):
@@ -1379,14 +1157,14 @@ def _uv(words: Sequence[str], cwd: str) -> Inspection:
     return Inspection(tuple(escapes), tuple(paths), recipes=_PY_RECIPES, runs_project=True)
 
 
-_CARGO = _options(
+_CARGO = option_table(
     "-p --package --features -F -j --jobs --target --profile --color --bin --example --test --bench "
     "--lockfile-path --message-format",
     runs={"--config": "cargo --config sets configuration that can name programs (runner, rustc-wrapper)"},
     moves="-C --manifest-path",
     writes="--target-dir",
 )
-_CARGO_BUILTINS = _names(
+_CARGO_BUILTINS = names(
     """build b check c clean doc d new init add remove run r test t bench update search publish tree vendor
     fetch generate-lockfile locate-project metadata pkgid verify-project version yank owner login logout
     package report fix help info fmt clippy"""
@@ -1405,12 +1183,12 @@ _CARGO_RECIPES = (
 
 def _cargo(words: Sequence[str], cwd: str) -> Inspection:
     start = 2 if len(words) > 1 and words[1].startswith("+") else 1
-    tokens = _scan(words, start, _CARGO, until_operand=True)
-    escapes, paths = _effects(tokens, _CARGO, None)
+    tokens = scan(words, start, _CARGO, until_operand=True)
+    escapes, paths = effects(tokens, _CARGO, None)
     sub = tokens[-1] if tokens and tokens[-1].option is None else None
     if sub is not None:
-        rest = _scan(words, sub.end, _CARGO)
-        more, more_paths = _effects(rest, _CARGO, None)
+        rest = scan(words, sub.end, _CARGO)
+        more, more_paths = effects(rest, _CARGO, None)
         escapes += more
         paths += more_paths
         if sub.value in ("install", "uninstall"):
@@ -1429,7 +1207,7 @@ def _cargo(words: Sequence[str], cwd: str) -> Inspection:
     return Inspection(tuple(escapes), tuple(paths), recipes=_CARGO_RECIPES, runs_project=True)
 
 
-_GO = _options(
+_GO = option_table(
     "-p -tags -ldflags -gcflags -asmflags -gccgoflags -mod -buildmode -compiler -installsuffix -run -bench "
     "-count -timeout -covermode -coverpkg -pgo -cpu -parallel -shuffle -skip -benchtime -fuzz -fuzztime",
     runs={
@@ -1446,11 +1224,11 @@ _GO = _options(
 
 
 def _go(words: Sequence[str], cwd: str) -> Inspection:
-    tokens = _scan(words, 1, _GO)
-    escapes, paths = _effects(tokens, _GO, None)
-    operands = _operands(tokens)
+    tokens = scan(words, 1, _GO)
+    escapes, paths = effects(tokens, _GO, None)
+    operands = operands_of(tokens)
     sub = operands[0] if operands else None
-    for token in _given(tokens, "-ldflags", "--ldflags"):
+    for token in given(tokens, "-ldflags", "--ldflags"):
         if "extld" in (token.value or ""):
             escapes.append(Escape(token.start, token.end, "go -ldflags=-extld runs the linker it names"))
     if sub is not None and sub.value in ("generate", "tool"):
@@ -1534,11 +1312,11 @@ def _project_tool(words: Sequence[str], cwd: str) -> Inspection:
 
 # -- remote shells, pagers, editors (ssh(1), ssh_config(5), scp(1), less(1), man(1), vim(1), emacs(1)) --
 
-_SSH_RUN_KEYS = _names(
+_SSH_RUN_KEYS = names(
     """proxycommand localcommand permitlocalcommand knownhostscommand match pkcs11provider
     securitykeyprovider proxyusefdpass include"""
 )
-_SSH = _options(
+_SSH = option_table(
     "-b -c -D -e -J -L -l -m -O -o -p -Q -R -W -w -B -P -S",
     runs={
         "-F": "ssh -F reads configuration from a file, which can name programs to run (ssh_config(5))",
@@ -1562,18 +1340,18 @@ def _ssh(words: Sequence[str], cwd: str) -> Inspection:
         if name == "sftp":
             runs["-b"] = "sftp -b runs a batch, which can run local commands (sftp(1) !command)"
         options = replace(_SSH, runs=runs)
-    tokens = _scan(words, 1, options, until_operand=name == "ssh")
+    tokens = scan(words, 1, options, until_operand=name == "ssh")
     if name == "ssh" and tokens and tokens[-1].option is None:  # options may follow the destination
-        tokens += _scan(words, tokens[-1].end, options, until_operand=True)
-    escapes, paths = _effects(tokens, options, None)
-    for token in _given(tokens, "-o"):
+        tokens += scan(words, tokens[-1].end, options, until_operand=True)
+    escapes, paths = effects(tokens, options, None)
+    for token in given(tokens, "-o"):
         key = re.split(r"[\s=]", (token.value or "").strip(), maxsplit=1)[0].lower()
         if key in _SSH_RUN_KEYS:
             escapes.append(
                 Escape(token.start, token.end, f"{name} -o {key} names a program to run (ssh_config(5))")
             )
     if name == "scp":
-        operands = _operands(tokens)
+        operands = operands_of(tokens)
         for token in operands:
             if not _REMOTE.match(token.value or ""):
                 paths.append(
@@ -1582,7 +1360,7 @@ def _ssh(words: Sequence[str], cwd: str) -> Inspection:
     return Inspection(tuple(escapes), tuple(paths))
 
 
-_LESS = _options(
+_LESS = option_table(
     "-b --buffers -h --max-back-scroll -j --jump-target -P --prompt -p --pattern -t --tag -x --tabs -y "
     "--max-forw-scroll -z --window -# --shift",
     runs={
@@ -1592,7 +1370,7 @@ _LESS = _options(
     reads="-T --tag-file",
     writes="-o -O --log-file --LOG-FILE",
 )
-_MAN = _options(
+_MAN = option_table(
     "-L --locale -m --systems -S -s --sections -e --extension -R --recode -E --encoding -p --preprocessor",
     optional="-T --troff-device -H --html -X --gxditview",
     runs={
@@ -1603,7 +1381,7 @@ _MAN = _options(
     },
     reads="-M --manpath",
 )
-_VIM = _options(
+_VIM = option_table(
     "-T -t -q --servername -r -L",
     optional="-S",
     runs={
@@ -1617,24 +1395,24 @@ _VIM = _options(
     writes="-w -W -i",
     abbreviations=False,
 )
-_EMACS_RUNS = _names(
+_EMACS_RUNS = names(
     "--eval -eval -l --load -load -f --funcall -funcall --script -scriptload -x -u --user --init-directory "
     "--daemon --bg-daemon --fg-daemon --chdir"
 )
-_NANO = _options(
+_NANO = option_table(
     runs={"-f --rcfile": "nano --rcfile reads configuration that names programs (speller, linter)"}
 )
 
 
 def _by_options(
-    options: _Options, operands: PathKind, *, changes: bool, plus: str = ""
+    options: Options, operands: PathKind, *, changes: bool, plus: str = ""
 ) -> Callable[[Sequence[str], str], Inspection]:
     """An analyzer from an options table; ``plus``: why a ``+CMD`` word (a line number or a search
     aside) runs a command (less(1), vim(1))."""
 
     def analyze(words: Sequence[str], cwd: str) -> Inspection:
-        tokens = _scan(words, 1, options)
-        escapes, paths = _effects(tokens, options, operands)
+        tokens = scan(words, 1, options)
+        escapes, paths = effects(tokens, options, operands)
         escapes += [
             Escape(index, index + 1, plus)
             for index, word in enumerate(words[1:], 1)
@@ -1655,8 +1433,8 @@ def _emacs(words: Sequence[str], cwd: str) -> Inspection:
     return _generic(words, "write")
 
 
-_DOCKER_READS = _names("ps images logs inspect version info stats top port history events search diff")
-_KUBECTL_READS = _names("get describe logs version explain api-resources api-versions cluster-info top")
+_DOCKER_READS = names("ps images logs inspect version info stats top port history events search diff")
+_KUBECTL_READS = names("get describe logs version explain api-resources api-versions cluster-info top")
 
 
 def _containers(words: Sequence[str], cwd: str) -> Inspection:
@@ -1709,7 +1487,7 @@ def _interpreter(words: Sequence[str], cwd: str) -> Inspection:
         option = word.partition("=")[0]
         if option in runs or (word[:2] in runs and not word.startswith("--")):
             escapes.append(Escape(at, at + 1, runs.get(option) or runs[word[:2]]))
-        if option in _PRELOADS and at + 1 < len(words) and _looks_like_path(words[at + 1]):
+        if option in _PRELOADS and at + 1 < len(words) and looks_like_path(words[at + 1]):
             recipes.append(words[at + 1])
     if kind == "inline":
         escapes.append(Escape(index, len(words), f"{name} {words[index]} runs code given in its arguments"))
@@ -1736,34 +1514,34 @@ def _interpreter(words: Sequence[str], cwd: str) -> Inspection:
 
 # -- the rest ---------------------------------------------------------------------------------------
 
-_NO_FILES = _names(
+_NO_FILES = names(
     "echo printf true false : pwd whoami id uname nproc arch tty seq sleep yes expr basename dirname which "
     "type hash logname groups"
 )
 """Programs whose words are never files."""
-_READERS = _names(
+_READERS = names(
     """cat tac head tail grep egrep fgrep zgrep wc diff cmp comm ls dir vdir stat file du md5sum sha1sum
     sha224sum sha256sum sha384sum sha512sum b2sum cksum sum od hexdump strings readlink realpath nl cut
     paste column jq zcat bzcat xzcat zstdcat fold fmt rev expand unexpand pr join look base64 base32
     basenc more"""
 )
 """Programs that only read the files they name (coreutils, grep(1), diff(1), jq(1)...)."""
-_KEEPS_FILES = frozenset({*_NO_FILES, *_READERS, "mkdir", "touch", "rm", "rmdir", *DIRECTORY_CHANGERS})
+_KEEPS_FILES = frozenset({*_NO_FILES, *_READERS, "mkdir", "touch", "rm", "rmdir", *_DIRECTORY_CHANGERS})
 """Programs that create or replace no file a later command could be fooled by (a link, a makefile)."""
-_GREP = _options(
+_GREP = option_table(
     "-e --regexp -m --max-count -A --after-context -B --before-context -C --context -d --directories -D "
     "--devices --label --include --exclude --exclude-dir --color --colour --binary-files",
     flags="-R --dereference-recursive",
     runs={"-R --dereference-recursive": "grep -R " + _FOLLOWS + " (grep(1))"},
     reads="-f --file --exclude-from",
 )
-_CP = _options(
+_CP = option_table(
     "-S --suffix --backup --sparse --reflink --preserve --no-preserve",
     flags="-L --dereference",
     runs={"-L --dereference": "cp -L " + _FOLLOWS + " (cp(1))"},
     writes="-t --target-directory",
 )
-_RG = _options(
+_RG = option_table(
     "-e --regexp -g --glob -t --type -T --type-not -m --max-count -A -B -C --context -j --threads -M "
     "--max-columns --sort --sortr -E --encoding -r --replace --max-depth -d --type-add",
     flags="-L --follow",
@@ -1776,10 +1554,10 @@ _RG = _options(
 )
 
 
-def _generic(words: Sequence[str], kind: PathKind, options: _Options | None = None) -> Inspection:
-    options = options or _options()
-    tokens = _scan(words, 1, options)
-    escapes, paths = _effects(tokens, options, kind)
+def _generic(words: Sequence[str], kind: PathKind, options: Options | None = None) -> Inspection:
+    options = options or option_table()
+    tokens = scan(words, 1, options)
+    escapes, paths = effects(tokens, options, kind)
     return Inspection(tuple(escapes), tuple(paths), changes_files=program_name(words[0]) not in _KEEPS_FILES)
 
 
@@ -1837,7 +1615,7 @@ _ANALYZERS: dict[str, Callable[[Sequence[str], str], Inspection]] = {
     "rg": _by_options(_RG, "read", changes=False),
     **{name: _by_options(_GREP, "read", changes=False) for name in ("grep", "egrep", "fgrep")},
     "cp": _by_options(_CP, "write", changes=True),
-    **{name: _directory_change for name in DIRECTORY_CHANGERS},
+    **{name: _directory_change for name in _DIRECTORY_CHANGERS},
 }
 
 
@@ -1874,7 +1652,7 @@ class RunningOption(NamedTuple):
 
 def running_options() -> list[RunningOption]:
     """Every option the tables say runs another program or moves the program, to test and to read."""
-    tables: list[tuple[str, tuple[str, ...], _Options, bool]] = [("git", (), _GIT, False)]
+    tables: list[tuple[str, tuple[str, ...], Options, bool]] = [("git", (), _GIT, False)]
     tables += [("git", (sub,), options, True) for sub, options in _GIT_SUBCOMMANDS.items()]
     tables += [("env", (), _RUNNERS["env"].options, False), ("npx", (), _RUNNERS["npx"].options, False)]
     tables += [("tar", (), _TAR, True), ("rsync", (), _RSYNC, True), ("make", (), _MAKE, True)]
