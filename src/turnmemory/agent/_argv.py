@@ -61,7 +61,7 @@ class PathUse:
 
 @dataclass(frozen=True, slots=True)
 class Inspection:
-    """What one simple command does beyond its program's own work (see the module docstring).
+    """What one simple command does beyond its program's own work (see :mod:`._programs`).
 
     ``runs_project``: it runs the project's code (a build, tests, a script), so outside the sandbox a
     pattern covers it only while the workspace is unchanged. ``changes_files``: it may create or
@@ -237,10 +237,12 @@ def effects(
 
 
 def operands_of(tokens: Iterable[Token]) -> list[Token]:
+    """The operands among ``tokens``."""
     return [token for token in tokens if token.option is None]
 
 
 def given(tokens: Iterable[Token], *names: str) -> list[Token]:
+    """The tokens of the options ``names`` (any of their spellings, resolved by :func:`scan`)."""
     return [token for token in tokens if token.option in names]
 
 
@@ -261,4 +263,5 @@ def read_text(path: str) -> str | None:
 
 
 def looks_like_path(word: str) -> bool:
+    """Whether an operand that may be a name or a path (a git revision, a package) is a path."""
     return word in (".", "..") or word.startswith(("/", "~", "./", "../", "file:"))
