@@ -449,9 +449,12 @@ def _workspace_change(workspace: str, since: int) -> str | None:
 
 def _glob(word: str, cwd: str) -> list[str]:
     """The names bash makes of the wildcard ``word`` in ``cwd`` (the word itself when none match); a
-    part like ``.*`` also counts as ``..``, which bash before 5.2 matches."""
+    part like ``.*`` also counts as ``..``, which bash before 5.2 matches. More than :data:`_MAX_GLOB`
+    names count as ``/``: too many to check."""
     pattern = os.path.expanduser(word)
-    found = list(itertools.islice(glob.iglob(pattern, root_dir=cwd), _MAX_GLOB))
+    found = list(itertools.islice(glob.iglob(pattern, root_dir=cwd), _MAX_GLOB + 1))
+    if len(found) > _MAX_GLOB:
+        return ["/"]
     dotted = _DOT_WILDCARD.sub("..", pattern)
     return [*(found or [word]), *([dotted] if dotted != pattern else [])]
 
