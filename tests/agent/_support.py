@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import os
 import re
 import subprocess
 from collections.abc import Callable
@@ -12,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from turnmemory.agent.config import AgentConfig
+from turnmemory.agent.permissions import Access, Permissions, dangerous_reason, parse_rules
 from turnmemory.llm import Client, Event, RetryPolicy, open_client
 from turnmemory.memory import Message
 from turnmemory.testing import FakeProviderServer, Reply, ToolCall
@@ -146,3 +148,18 @@ def three_turn_script() -> list[Reply]:
         Reply(text="It failed."),
         Reply(text="Summary."),
     ]
+
+
+# -- bash rules -----------------------------------------------------------------------------------
+
+HERE = os.path.realpath(Path(__file__).parent)
+"""A real directory to decide bash scripts in: it holds no Makefile, package.json or option-named file."""
+
+
+def decide(command: str, *rules: str, workspace: str = HERE, escalated: bool = False) -> tuple[bool, str]:
+    """Whether the rules (``bash:git *`` when none) grant the bash script headless, and the reason."""
+    access = Access(
+        "bash", command, dangerous=dangerous_reason(command), escalation="x" if escalated else None
+    )
+    decision = Permissions(workspace, parse_rules(rules or ("bash:git *",))).decide(access)
+    return decision.allowed, decision.reason

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tests.agent._support import HERE, decide
 
 from turnmemory.agent import _bash
 from turnmemory.agent.permissions import (
@@ -26,16 +27,11 @@ from turnmemory.agent.permissions import (
     session_scope,
 )
 
-WS = os.path.realpath(Path(__file__).parent)  # a real directory: redirection targets are resolved in it
+WS = HERE  # a real directory: redirection targets are resolved in it
 
 
 def bash(command: str) -> Access:
     return Access("bash", command, dangerous=dangerous_reason(command))
-
-
-def decide(command: str, *rules: str, workspace: str = WS) -> tuple[bool, str]:
-    decision = Permissions(workspace, parse_rules(rules or ("bash:git *",))).decide(bash(command))
-    return decision.allowed, decision.reason
 
 
 # -- allowed: plain scripts whose every command matches -------------------------------------------

@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tests.agent._support import HERE, decide
 
 from turnmemory.agent import _programs
 from turnmemory.agent.permissions import (
@@ -25,21 +26,11 @@ from turnmemory.agent.permissions import (
     Answer,
     Permissions,
     Rule,
-    dangerous_reason,
     parse_rules,
     session_scope,
 )
 
-WS = os.path.realpath(Path(__file__).parent)
-"""A real directory with no Makefile, package.json or file named like an option."""
-
-
-def decide(command: str, *rules: str, workspace: str = WS, escalated: bool = False) -> tuple[bool, str]:
-    access = Access(
-        "bash", command, dangerous=dangerous_reason(command), escalation="x" if escalated else None
-    )
-    decision = Permissions(workspace, parse_rules(rules)).decide(access)
-    return decision.allowed, decision.reason
+WS = HERE
 
 
 # -- classes: each program's escapes, many instances each ---------------------------------------

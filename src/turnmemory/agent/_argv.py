@@ -111,6 +111,19 @@ class Options:
                 return telling[0]
         return (candidates or [spelled])[0]
 
+    def merged(self, other: Options) -> Options:
+        """These options and ``other``'s (a command's own, and a family's it shares: git's diff options)."""
+        return Options(
+            values=self.values | other.values,
+            optional=self.optional | other.optional,
+            runs={**other.runs, **self.runs},
+            reads=self.reads | other.reads,
+            writes=self.writes | other.writes,
+            moves=self.moves | other.moves,
+            abbreviations=self.abbreviations,
+            single_dash=self.single_dash,
+        )
+
 
 def names(text: str) -> frozenset[str]:
     """The space-separated names of ``text``."""

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import NamedTuple
 
@@ -153,18 +153,22 @@ _GIT_WRITES = frozenset({"clone", "init", "init-db", "worktree", "bundle"})
 """Commands whose operands name where they write (git-clone(1) <directory>, git-init(1), ...)."""
 
 _GIT_STRATEGIES = frozenset({"ort", "recursive", "resolve", "octopus", "ours", "subtree"})
-_GIT_MERGES = frozenset({"merge", "pull", "rebase", "cherry-pick", "revert"})
 """git-merge(1) MERGE STRATEGIES built in; any other -s NAME runs git-merge-NAME from the PATH."""
+_GIT_MERGES = frozenset({"merge", "pull", "rebase", "cherry-pick", "revert"})
+"""The commands that take -s STRATEGY."""
 
-_DIFF_VALUES = (
+_GIT_DIFF = option_table(
     "-U --unified --output-indicator-new --output-indicator-old --output-indicator-context --stat "
     "--diff-filter -S -G --find-object -l --skip-to --rotate-to --src-prefix --dst-prefix --line-prefix "
     "--inter-hunk-context --anchored --diff-algorithm --word-diff-regex --color-moved-ws "
-    "--ws-error-highlight --ignore-matching-lines -I --abbrev"
+    "--ws-error-highlight --ignore-matching-lines -I --abbrev",
+    flags="--ext-diff",
+    runs={
+        "--ext-diff": "git --ext-diff runs the external diff program configured (git-diff(1) diff.external)"
+    },
+    reads="-O",
+    writes="--output",
 )
-_DIFF_RUNS = {
-    "--ext-diff": "git --ext-diff runs the external diff program configured (git-diff(1) diff.external)"
-}
 """The DIFF OPTIONS of git-diff(1), git-log(1), git-show(1) and the plumbing diffs: --ext-diff runs a
 program; --output=FILE writes and -O ORDERFILE reads a file."""
 _GIT_LOG_VALUES = (
@@ -174,46 +178,24 @@ _GIT_LOG_VALUES = (
 )
 
 
-def _git_options(
-    values: str = "",
-    *,
-    optional: str = "",
-    flags: str = "",
-    runs: Mapping[str, str] | None = None,
-    reads: str = "",
-    writes: str = "",
-    diff: bool = False,
-) -> Options:
-    """A git command's options, with the diff options when it takes them."""
-    return option_table(
-        f"{values} {_DIFF_VALUES if diff else ''}",
-        optional=optional,
-        flags=f"{flags} --ext-diff" if diff else flags,
-        runs={**(_DIFF_RUNS if diff else {}), **(runs or {})},
-        reads=f"{reads} -O" if diff else reads,
-        writes=f"{writes} --output" if diff else writes,
-    )
-
-
 _UPLOAD_PACK = "--upload-pack runs the program it names as the remote side (git-fetch(1))"
 _RECEIVE_PACK = "--receive-pack runs the program it names as the remote side (git-push(1))"
 _GIT_SUBCOMMANDS: dict[str, Options] = {
-    "diff": _git_options("--relative", diff=True),
-    "log": _git_options(_GIT_LOG_VALUES, diff=True),
-    "show": _git_options(_GIT_LOG_VALUES, diff=True),
-    "whatchanged": _git_options(_GIT_LOG_VALUES, diff=True),
-    "diff-files": _git_options(diff=True),
-    "diff-index": _git_options(diff=True),
-    "diff-tree": _git_options(diff=True),
-    "range-diff": _git_options(_GIT_LOG_VALUES, diff=True),
-    "format-patch": _git_options(
+    "diff": option_table("--relative").merged(_GIT_DIFF),
+    "log": option_table(_GIT_LOG_VALUES).merged(_GIT_DIFF),
+    "show": option_table(_GIT_LOG_VALUES).merged(_GIT_DIFF),
+    "whatchanged": option_table(_GIT_LOG_VALUES).merged(_GIT_DIFF),
+    "diff-files": _GIT_DIFF,
+    "diff-index": _GIT_DIFF,
+    "diff-tree": _GIT_DIFF,
+    "range-diff": option_table(_GIT_LOG_VALUES).merged(_GIT_DIFF),
+    "format-patch": option_table(
         _GIT_LOG_VALUES + " --subject-prefix --in-reply-to --to --cc --from --signature --base -v "
         "--reroll-count --suffix --start-number --cover-from-description",
         writes="-o --output-directory --signature-file",
-        diff=True,
-    ),
-    "stash": _git_options("-m --message", reads="--pathspec-from-file", diff=True),
-    "grep": _git_options(
+    ).merged(_GIT_DIFF),
+    "stash": option_table("-m --message", reads="--pathspec-from-file").merged(_GIT_DIFF),
+    "grep": option_table(
         "-e -m --max-count -A -B -C --context --max-depth --threads --after-context --before-context",
         optional="-O --open-files-in-pager",
         runs={
@@ -222,17 +204,17 @@ _GIT_SUBCOMMANDS: dict[str, Options] = {
         },
         reads="-f",
     ),
-    "fetch": _git_options(
+    "fetch": option_table(
         "--depth --deepen --shallow-since --shallow-exclude -j --jobs --negotiation-tip --refmap -o "
         "--server-option --filter --submodule-prefix",
         runs={"--upload-pack": "git fetch " + _UPLOAD_PACK},
     ),
-    "pull": _git_options(
+    "pull": option_table(
         "--depth --deepen --shallow-since --shallow-exclude -j --jobs -o --server-option -s --strategy "
         "-X --strategy-option -m",
         runs={"--upload-pack": "git pull " + _UPLOAD_PACK},
     ),
-    "clone": _git_options(
+    "clone": option_table(
         "-o --origin -b --branch --depth --shallow-since --shallow-exclude -j --jobs --filter "
         "--bundle-uri --server-option --revision",
         runs={
@@ -243,71 +225,71 @@ _GIT_SUBCOMMANDS: dict[str, Options] = {
         reads="--reference --reference-if-able",
         writes="--separate-git-dir",
     ),
-    "ls-remote": _git_options(
+    "ls-remote": option_table(
         "--sort -o --server-option",
         runs={"--upload-pack --exec": "git ls-remote " + _UPLOAD_PACK},
     ),
-    "fetch-pack": _git_options(
+    "fetch-pack": option_table(
         "--depth --shallow-since --shallow-exclude",
         runs={"--upload-pack --exec": "git fetch-pack " + _UPLOAD_PACK},
     ),
-    "push": _git_options(
+    "push": option_table(
         "--repo -o --push-option --recurse-submodules",
         runs={"--receive-pack --exec": "git push " + _RECEIVE_PACK},
     ),
-    "send-pack": _git_options(runs={"--receive-pack --exec": "git send-pack " + _RECEIVE_PACK}),
-    "archive": _git_options(
+    "send-pack": option_table(runs={"--receive-pack --exec": "git send-pack " + _RECEIVE_PACK}),
+    "archive": option_table(
         "--format --prefix --remote --add-virtual-file",
         runs={"--exec": "git archive --exec runs the program it names as the remote side (git-archive(1))"},
         reads="--add-file",
         writes="-o --output",
     ),
-    "rebase": _git_options(
+    "rebase": option_table(
         "--onto -s --strategy -X --strategy-option -C --whitespace",
         runs={"-x --exec": "git rebase --exec runs a shell command after each commit (git-rebase(1))"},
     ),
-    "merge": _git_options("-m -s --strategy -X --strategy-option --into-name", reads="-F --file"),
-    "cherry-pick": _git_options("-m --mainline -s --strategy -X --strategy-option"),
-    "revert": _git_options("-m --mainline -s --strategy -X --strategy-option"),
-    "notes": _git_options("-m -C -c --ref -s --strategy", reads="-F --file"),
-    "commit": _git_options(
+    "merge": option_table("-m -s --strategy -X --strategy-option --into-name", reads="-F --file"),
+    "cherry-pick": option_table("-m --mainline -s --strategy -X --strategy-option"),
+    "revert": option_table("-m --mainline -s --strategy -X --strategy-option"),
+    "notes": option_table("-m -C -c --ref -s --strategy", reads="-F --file"),
+    "commit": option_table(
         "-m --message -C --reuse-message -c --reedit-message --fixup --squash --author --date "
         "--cleanup --trailer",
         reads="-F --file -t --template --pathspec-from-file",
     ),
-    "tag": _git_options(
+    "tag": option_table(
         "-m --message -u --local-user --cleanup --sort --format --contains --no-contains --merged "
         "--no-merged --points-at",
         reads="-F --file",
     ),
-    "checkout": _git_options("-b -B --orphan --conflict", reads="--pathspec-from-file"),
-    "switch": _git_options("-c --create -C --force-create --orphan --conflict"),
-    "restore": _git_options("-s --source", reads="--pathspec-from-file"),
-    "reset": _git_options(reads="--pathspec-from-file"),
-    "add": _git_options("--chmod", reads="--pathspec-from-file"),
-    "rm": _git_options(reads="--pathspec-from-file"),
-    "branch": _git_options(
+    "checkout": option_table("-b -B --orphan --conflict", reads="--pathspec-from-file"),
+    "switch": option_table("-c --create -C --force-create --orphan --conflict"),
+    "restore": option_table("-s --source", reads="--pathspec-from-file"),
+    "reset": option_table(reads="--pathspec-from-file"),
+    "add": option_table("--chmod", reads="--pathspec-from-file"),
+    "rm": option_table(reads="--pathspec-from-file"),
+    "branch": option_table(
         "-u --set-upstream-to --sort --format --contains --no-contains --merged --no-merged --points-at"
     ),
-    "init": _git_options(
+    "init": option_table(
         "-b --initial-branch --object-format --ref-format --shared",
         runs={"--template": "git init --template copies hooks, which git then runs (git-init(1))"},
         writes="--separate-git-dir",
     ),
-    "checkout-index": _git_options(writes="--prefix"),
-    "bugreport": _git_options("-s --suffix", writes="-o --output-directory"),
-    "diagnose": _git_options("-s --suffix --mode", writes="-o --output-directory"),
-    "fast-export": _git_options(reads="--import-marks", writes="--export-marks"),
-    "fast-import": _git_options(reads="--import-marks --import-marks-if-exists", writes="--export-marks"),
-    "config": _git_options("--type --default --comment --value -t --url", reads="-f --file --blob"),
-    "submodule": _git_options("-b --branch --name --depth --reference"),
-    "help": _git_options(
+    "checkout-index": option_table(writes="--prefix"),
+    "bugreport": option_table("-s --suffix", writes="-o --output-directory"),
+    "diagnose": option_table("-s --suffix --mode", writes="-o --output-directory"),
+    "fast-export": option_table(reads="--import-marks", writes="--export-marks"),
+    "fast-import": option_table(reads="--import-marks --import-marks-if-exists", writes="--export-marks"),
+    "config": option_table("--type --default --comment --value -t --url", reads="-f --file --blob"),
+    "submodule": option_table("-b --branch --name --depth --reference"),
+    "help": option_table(
         flags="-w --web", runs={"-w --web": "git help --web starts a browser (git-help(1))"}
     ),
-    "worktree": _git_options("-b -B --reason"),
-    "bundle": _git_options(),
+    "worktree": option_table("-b -B --reason"),
+    "bundle": option_table(),
 }
-_GIT_PLAIN = _git_options()
+_GIT_PLAIN = option_table()
 _ONLY_WITH_A_VALUE = frozenset({"--exec-path"})
 """Optional-value options that run something only with their value (``git --exec-path`` prints)."""
 _REMOTE_HELPER = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*::")
