@@ -629,9 +629,10 @@ def test_a_makefile_counts_as_it_was_when_the_rule_took_effect(tmp_path: Path) -
     )
 
 
-def test_a_session_grant_covers_the_script_as_it_was_when_it_was_granted(tmp_path: Path) -> None:
+def test_a_session_grant_covers_the_makefile_as_it_was_when_it_was_granted(tmp_path: Path) -> None:
     workspace = tmp_path / "ws"
     workspace.mkdir()
+    (workspace / "Makefile").write_text("test:\n\tpython3 app.py\n")
     (workspace / "app.py").write_text("print('app')\n")
     asked: list[str] = []
 
@@ -640,11 +641,15 @@ def test_a_session_grant_covers_the_script_as_it_was_when_it_was_granted(tmp_pat
         return Answer("session")
 
     permissions = Permissions(os.path.realpath(workspace), (), ask=ask)
-    assert permissions.decide(Access("bash", "python3 app.py")).label == "allow_session"
-    assert permissions.decide(Access("bash", "python3 app.py --fast")).label == "allow_session"
-    _later(workspace / "app.py", "import os; os.system('id')\n")
-    permissions.decide(Access("bash", "python3 app.py --fast"))
-    assert asked == ["python3 app.py", "python3 app.py --fast"], "a changed script is asked about again"
+    for command in ["make test", "make test -s", "python3 app.py", "python3 app.py --fast"]:
+        assert permissions.decide(Access("bash", command)).allowed
+    _later(workspace / "app.py", "print('edited by the agent')\n")
+    assert permissions.decide(Access("bash", "python3 app.py")).label == "allow_session", (
+        "the project's code is what the agent edits"
+    )
+    (workspace / "Makefile").write_text("test:\n\ttouch /tmp/m\n")
+    permissions.decide(Access("bash", "make test"))
+    assert asked == ["make test", "python3 app.py", "make test"], "a rewritten Makefile is asked about again"
 
 
 def test_outside_the_sandbox_project_code_needs_the_workspace_unchanged(tmp_path: Path) -> None:
@@ -807,3 +812,25 @@ def test_inline_code_is_never_covered_by_a_pattern_for_its_interpreter(
     program, flag = case
     script = f"{program} {flag} {code}"
     assert not decide(script, f"bash:{program} *")[0], script
+
+
+def test_interactively_what_a_pattern_does_not_cover_is_asked_about() -> None:
+    asked: list[str] = []
+
+    def ask(access: Access) -> Answer:
+        asked.append(access.subject)
+        return Answer("deny", "no")
+
+    permissions = Permissions(WS, parse_rules(["bash:git *"]), ask=ask)
+    assert permissions.decide(Access("bash", "git status")).label == "allow_rule"
+    for command in [
+        "git -c core.fsmonitor=id status",
+        "git grep -Oid x",
+        "git diff --no-index /dev/null /etc/hosts",
+    ]:
+        assert permissions.decide(Access("bash", command)).label == "deny"
+    assert asked == [
+        "git -c core.fsmonitor=id status",
+        "git grep -Oid x",
+        "git diff --no-index /dev/null /etc/hosts",
+    ]

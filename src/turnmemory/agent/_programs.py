@@ -12,8 +12,11 @@ it comes from) and reports three things for :mod:`.permissions` to decide:
   the patterns on its own.
 - :class:`PathUse`: words that may name files, read, written, or worked in; outside the workspace
   they need the read and write rules the file tools need.
-- recipes: the files a program takes the commands it runs from (a Makefile, package.json's scripts,
-  the script an interpreter runs), which a rule covers only as they were when it took effect.
+- recipes: the files a build or package tool takes the commands it runs from (a Makefile,
+  package.json's scripts, Cargo.toml and .cargo/config.toml), which a rule covers only as they were
+  when it took effect. The project's own code (a script an interpreter runs, the tests a recipe
+  runs) is what the agent edits, so it is not a recipe; a command that runs it says so
+  (``runs_project``), for the sandbox's sake.
 
 Options count in every spelling the program accepts (:mod:`._argv` reads them: abbreviations,
 bundles, glued values, options after operands).
@@ -1022,7 +1025,6 @@ _NPM_RUNS = frozenset(
 _NPM_INSTALLS = frozenset(
     {"install", "i", "in", "ins", "inst", "add", "update", "up", "upgrade", "install-test", "it"}
 )
-_JS_SCRIPT = re.compile(r"\.[cm]?[jt]sx?$")
 _NPM_CONFIG_WRITES = frozenset({"set", "delete", "rm", "edit", "fix", "unset"})
 _JS_RECIPES = ("package.json", ".npmrc", ".yarnrc", ".yarnrc.yml", ".pnpmfile.cjs", "bunfig.toml")
 
@@ -1058,8 +1060,6 @@ def _npm(words: Sequence[str], cwd: str) -> Inspection:
         ]
     prefix = next((t.value or "" for t in given(tokens, *_NPM.moves)), "")
     recipes = [os.path.join(prefix, recipe) for recipe in _JS_RECIPES]
-    if sub is not None and name == "bun" and _JS_SCRIPT.search(sub.value or ""):
-        recipes.append(sub.value or "")
     return Inspection(tuple(escapes), tuple(paths), recipes=tuple(recipes), runs_project=True)
 
 
@@ -1457,20 +1457,19 @@ _INTERPRETER_RUNS: dict[str, dict[str, str]] = {
         "--init-file": "bash --init-file runs startup commands from a file",
     },
 }
-_PRELOADS = frozenset({"--require", "--import", "--loader", "--experimental-loader"})
 
 
 def _interpreter(words: Sequence[str], cwd: str) -> Inspection:
+    """The script an interpreter runs is the project's code (not a recipe: it is what the agent
+    edits); inline code and the options that load code or open a door run something else."""
     name = program_name(words[0])
     runs = _INTERPRETER_RUNS.get("node" if name == "nodejs" else name, {})
-    escapes, recipes = [], []
+    escapes = []
     kind, index = code_source(words)
     for at, word in enumerate(words[1:index], 1):
         option = word.partition("=")[0]
         if option in runs or (word[:2] in runs and not word.startswith("--")):
             escapes.append(Escape(at, at + 1, runs.get(option) or runs[word[:2]]))
-        if option in _PRELOADS and at + 1 < len(words) and looks_like_path(words[at + 1]):
-            recipes.append(words[at + 1])
     if kind == "inline":
         escapes.append(Escape(index, len(words), f"{name} {words[index]} runs code given in its arguments"))
         return Inspection(tuple(escapes))
@@ -1478,20 +1477,12 @@ def _interpreter(words: Sequence[str], cwd: str) -> Inspection:
         return Inspection(tuple(escapes), changes_files=False)
     rest = [PathUse(i, words[i], "write") for i in range(index + 1, len(words))]
     if words[index - 1] == "-m":
-        module = words[index].replace(".", "/")
-        recipes += [module + ".py", os.path.join(module, "__init__.py"), os.path.join(module, "__main__.py")]
         delegate = _ANALYZERS.get(words[index])
         if delegate is not None:  # python -m pip ...: the module's own table
             inner = _remap(delegate(words[index:], cwd), range(index, len(words)))
-            return replace(
-                inner,
-                escapes=(*escapes, *inner.escapes),
-                recipes=(*recipes, *inner.recipes),
-                runs_project=True,
-            )
-        return Inspection(tuple(escapes), tuple(rest), recipes=tuple(recipes), runs_project=True)
-    script = PathUse(index, words[index], "read")
-    return Inspection(tuple(escapes), (script, *rest), recipes=(*recipes, words[index]), runs_project=True)
+            return replace(inner, escapes=(*escapes, *inner.escapes), runs_project=True)
+        return Inspection(tuple(escapes), tuple(rest), runs_project=True)
+    return Inspection(tuple(escapes), (PathUse(index, words[index], "read"), *rest), runs_project=True)
 
 
 # -- the rest ---------------------------------------------------------------------------------------

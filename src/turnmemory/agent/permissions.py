@@ -594,11 +594,8 @@ class _BashCheck:
                     gap = self.path(use, use.index in globbed, cwd, changed, name, exact)
                     if gap is not None:
                         return gap
-            recipes = list(inspection.recipes)
             inside_program = "/" in words[0] and not _outside(_resolve(words[0], cwd), self.workspace)
-            if inside_program:
-                recipes.append(words[0])
-            for recipe in recipes:
+            for recipe in inspection.recipes:
                 shown = _visible(recipe)
                 if changed or _resolve(recipe, cwd) in self.written:
                     return _Gap(
