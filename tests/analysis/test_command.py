@@ -59,7 +59,7 @@ def test_markdown_and_table_render(app: typer.Typer) -> None:
     )
     assert code == 0
     assert out.startswith(
-        "1 sessions (1 with 2+ user turns), 2 user turns, 8 tool calls; sizes in UTF-8 bytes"
+        "1 session (1 with 2+ user turns), 2 user turns, 8 tool calls; sizes in UTF-8 bytes"
     )
     assert "| TurnMemory + targets |" in out
     code, out, _ = run(app, str(EXAMPLES / "codex-rollout.jsonl"), "--tokenizer", "bytes")
@@ -69,7 +69,7 @@ def test_markdown_and_table_render(app: typer.Typer) -> None:
 
 
 def test_plot_writes_a_png(app: typer.Typer, tmp_path: Path) -> None:
-    target = tmp_path / "out" / "context.png"
+    target = tmp_path / "context.png"
     code, _, err = run(app, str(EXAMPLES), "--tokenizer", "bytes", "--plot", str(target))
     assert code == 0
     assert target.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
