@@ -23,13 +23,25 @@ from turnmemory.analysis._measure import Meter, Tokenizer, Unit, open_meter
 from turnmemory.analysis._report import SessionReport, analyze_session
 from turnmemory.transcripts import load_session
 
-__all__ = ["IN_FLIGHT_PER_JOB", "MOSTLY_UNREADABLE", "FileResult", "default_jobs", "read_file", "read_files"]
+__all__ = [
+    "IN_FLIGHT_PER_JOB",
+    "MOSTLY_UNREADABLE",
+    "PARALLEL_MIN_BYTES",
+    "FileResult",
+    "default_jobs",
+    "read_file",
+    "read_files",
+    "workers_for",
+]
 
 MOSTLY_UNREADABLE = 0.5
 """A line-based log with more than this share of unreadable lines is not analysed."""
 
 IN_FLIGHT_PER_JOB = 2
 """Files handed to the pool per worker before the first result is taken back."""
+
+PARALLEL_MIN_BYTES = 4 << 20
+"""Below this many bytes of logs one process is done before worker processes have started."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,6 +63,22 @@ def default_jobs() -> int:
         return max(1, len(os.sched_getaffinity(0)))
     except AttributeError:  # not on every platform
         return os.cpu_count() or 1
+
+
+def workers_for(files: list[tuple[Path, str]], jobs: int | None) -> int:
+    """How many worker processes to read ``files`` with, at most one per file: ``jobs``, or when it is
+    ``None`` one per core, but none (``1``: this process) for less than :data:`PARALLEL_MIN_BYTES`."""
+    if jobs is None:
+        small = sum(_size(path) for path, _ in files) < PARALLEL_MIN_BYTES
+        jobs = 1 if small else default_jobs()
+    return max(1, min(jobs, len(files)))
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
 
 
 def read_file(path: Path, fmt: str, meter: Meter, cache: CacheModel) -> FileResult:

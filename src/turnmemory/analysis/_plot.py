@@ -123,6 +123,7 @@ def draw_report(report: Report, *, names: bool = True) -> Figure:
         axis.set_xlabel("user turn" + _same_note(session.strategies), fontsize=9)
         axis.set_ylabel(f"history carried ({unit})", fontsize=9)
         axis.yaxis.set_major_formatter(FuncFormatter(lambda value, _: tick_label(value)))
+        axis.set_ylim(bottom=0)
         axis.xaxis.set_major_locator(MaxNLocator(integer=True))
         axis.tick_params(labelsize=8)
         axis.grid(alpha=0.3)

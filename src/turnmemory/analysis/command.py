@@ -20,7 +20,7 @@ from typing import Annotated, TypeVar
 import typer
 
 from turnmemory.analysis._cost import CacheModel
-from turnmemory.analysis._files import FileResult, default_jobs, read_files
+from turnmemory.analysis._files import FileResult, read_files, workers_for
 from turnmemory.analysis._measure import Meter, open_meter
 from turnmemory.analysis._report import (
     LEGEND,
@@ -252,8 +252,7 @@ def analyze_files(
     problems: list[str] = []
     unreadable = 0
     notes: list[str] = []
-    workers = min(default_jobs() if jobs is None else jobs, len(files))
-    results: Iterator[FileResult] = read_files(files, meter.unit, model, workers, meter)
+    results: Iterator[FileResult] = read_files(files, meter.unit, model, workers_for(files, jobs), meter)
     for result in _progress(results, len(files), show):
         problems.extend(result.problems)
         unreadable += result.unreadable
