@@ -42,7 +42,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, get_args
 
 from turnmemory.analysis._cost import CacheModel
 from turnmemory.analysis._measure import Block, Meter
@@ -77,16 +77,7 @@ StrategyName = Literal[
     "anthropic_clear",
     "opencode_prune",
 ]
-STRATEGIES: tuple[StrategyName, ...] = (
-    "full",
-    "prose_only",
-    "turnmemory",
-    "turnmemory_auto",
-    "turnmemory_target",
-    "mask10",
-    "anthropic_clear",
-    "opencode_prune",
-)
+STRATEGIES: tuple[StrategyName, ...] = get_args(StrategyName)
 """Every strategy, in report order."""
 
 MASK_KEEP = 10

@@ -135,7 +135,7 @@ def analyze(
     ] = 0,
     jobs: Annotated[
         int | None,
-        typer.Option("--jobs", min=1, help="Worker processes (default: the machine's cores)."),
+        typer.Option("--jobs", min=1, help="Worker processes (default: one per core, from 4 MiB of logs)."),
     ] = None,
 ) -> None:
     """Compare history strategies on real session logs.
