@@ -3,7 +3,8 @@
 The shared real transcripts (``../shared/data/transcripts``) are linked ``--copies`` times into a
 temporary folder (symbolic links: every copy is read and analysed like a file of its own), and
 ``turnmemory analyze FOLDER --format json`` runs once per ``--jobs`` value; the outputs must be
-identical but for the paths.
+identical but for the paths. CPU time and peak memory are read from ``/proc`` for the command and
+every process below it (its worker processes), every 0.1 s while it runs.
 
     python benchmarks/analyze_jobs.py [--copies 20] [--jobs 1 2] [--tokenizer o200k|bytes]
 """
@@ -13,7 +14,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import subprocess
 import sys
 import tempfile
@@ -38,30 +38,56 @@ def link_copies(data: Path, copies: int, into: Path) -> int:
     return len(sessions) * copies
 
 
+def _below(root: int) -> list[int]:
+    """``root`` and every process below it."""
+    parents: dict[int, int] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                parents[int(entry.name)] = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, ValueError, IndexError):
+                continue
+    found, frontier = [root], [root]
+    while frontier:
+        frontier = [pid for pid, parent in parents.items() if parent in frontier]
+        found += frontier
+    return found
+
+
+def _usage(pid: int) -> tuple[float, int] | None:
+    """CPU seconds so far and peak resident memory in KiB of one process."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return None
+    peak = next((int(line.split()[1]) for line in status.splitlines() if line.startswith("VmHWM:")), 0)
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK"), peak
+
+
 def run(folder: Path, jobs: int, tokenizer: str) -> tuple[float, float, int, str]:
-    """Wall seconds, CPU seconds of the command and its workers, their peak RSS in MiB, the output."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    """Wall seconds, CPU seconds of the command and its workers, the largest peak RSS of one of them in
+    MiB, and the output."""
+    command = [TURNMEMORY, "analyze", str(folder), "--format", "json", "--tokenizer", tokenizer]
     started = time.perf_counter()
-    done = subprocess.run(
-        [
-            TURNMEMORY,
-            "analyze",
-            str(folder),
-            "--format",
-            "json",
-            "--tokenizer",
-            tokenizer,
-            "--jobs",
-            str(jobs),
-        ],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    wall = time.perf_counter() - started
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    return wall, cpu, after.ru_maxrss // 1024, done.stdout
+    seen: dict[int, tuple[float, int]] = {}
+    with tempfile.TemporaryFile("w+") as out:
+        process = subprocess.Popen(
+            [*command, "--jobs", str(jobs)], stdout=out, stderr=subprocess.DEVNULL, text=True
+        )
+        while process.poll() is None:
+            for pid in _below(process.pid):
+                if (usage := _usage(pid)) is not None:  # a process that has ended reads as zeros
+                    before = seen.get(pid, (0.0, 0))
+                    seen[pid] = (max(before[0], usage[0]), max(before[1], usage[1]))
+            time.sleep(0.1)
+        wall = time.perf_counter() - started
+        if process.returncode != 0:
+            raise SystemExit(f"{' '.join(command)} exited {process.returncode}")
+        out.seek(0)
+        output = out.read()
+    cpu = sum(usage[0] for usage in seen.values())
+    return wall, cpu, max((usage[1] for usage in seen.values()), default=0) // 1024, output
 
 
 def without_paths(output: str) -> str:
@@ -83,7 +109,10 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as temporary:
         folder = Path(temporary)
         files = link_copies(args.data, args.copies, folder)
-        print(f"{files:,} sessions ({args.copies} copies of {args.data}), {os.cpu_count()} cores\n")
+        load = os.getloadavg()[0]
+        print(
+            f"{files:,} sessions ({args.copies} copies of {args.data}), {os.cpu_count()} cores, load {load:.1f}\n"
+        )
         print("| --jobs | wall | CPU (all processes) | peak RSS of one process | sessions per second |")
         print("|---:|---:|---:|---:|---:|")
         outputs = []

@@ -56,8 +56,8 @@ class StrategyResult:
 
 @dataclass(frozen=True, slots=True)
 class SessionReport:
-    """One analysed session; ``timed`` says whether its log gives the times of its requests (else the
-    cache was assumed warm throughout)."""
+    """One analysed session; ``timed`` says whether its log gives the times of its requests (of two at
+    least, or of its only one); else the cache was assumed warm throughout."""
 
     path: str
     format: str
@@ -102,19 +102,17 @@ def analyze_session(session: ImportedSession, meter: Meter, cache: CacheModel | 
     meter = meter.fresh()  # equal blocks are one object within a session; nothing is held across sessions
     turns = conversation(session)
     results: dict[StrategyName, StrategyResult] = {}
-    timed = False
     for name in STRATEGIES:
         per_turn = [0] * len(turns)
         count = 0
         priced = Cache(model, meter.tokens)
-        previous: float | None = None
+        known = 0
         for request in requests(name, turns, meter, model):
             count += 1
             if request.first:
                 per_turn[request.turn] = sum(block.size for block in request.blocks)
             priced.send(request.blocks, request.at)
-            timed = timed or (previous is not None and request.at is not None)
-            previous = request.at
+            known += request.at is not None
         later = per_turn[1:]
         bill = priced.bill
         results[name] = StrategyResult(
@@ -136,7 +134,7 @@ def analyze_session(session: ImportedSession, meter: Meter, cache: CacheModel | 
         strategies=results,
         skipped=dict(session.skipped),
         problems=session.problems,
-        timed=timed,
+        timed=count > 0 and known >= min(2, count),
     )
 
 

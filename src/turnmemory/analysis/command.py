@@ -103,7 +103,8 @@ def analyze(
     plot: Annotated[
         Path | None,
         typer.Option(
-            "--plot", help="Also draw history size per user turn to this image (.png when no suffix)."
+            "--plot",
+            help="Also draw history size per user turn to this image (.png when no suffix; its folder must exist).",
         ),
     ] = None,
     tokenizer: Annotated[
