@@ -132,8 +132,9 @@ provider's prompt-cache prices.
 In a terminal the sizes are short (`8.43M` is 8.43 million, `270.9k` is 270,900); `--format markdown`
 gives every digit, `--format json` the document scripts read (with the strategy ids below, and per
 strategy the tokens read from the cache, written to it and sent uncached, and the requests that found
-it expired). A report whose sessions all have a single user turn says so under its table: nothing is
-carried into a later turn there, so only the cost column differs between strategies.
+it expired; per session `timed`, whether its log gave the times of its requests; under `cache`, the
+model's prices, lifetime and minimum). A report whose sessions all have a single user turn says so
+under its table: nothing is carried into a later turn there, so only the cost column differs.
 
 ### The strategies
 
