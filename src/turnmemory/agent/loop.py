@@ -27,6 +27,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal, Protocol
 
+from turnmemory.agent import _credentials
 from turnmemory.agent._spill import SpillArea
 from turnmemory.agent.compaction import TARGET, TRIGGER, Compaction, cut_point, marker, summary_request
 from turnmemory.agent.config import AgentConfig, ConfigError
@@ -154,6 +155,7 @@ class Agent:
         spill: SpillArea | None = None,
     ) -> None:
         self.config = config
+        _remember_credentials(config)
         self.store = store
         self.workspace = os.path.realpath(workspace)
         self.view = view
@@ -392,11 +394,11 @@ class Agent:
             if action.staged is not None:
                 action = action.staged()
                 show(action.diff)
-            return ToolResult(output=action.run())
+            return ToolResult(output=_credentials.scrub(action.run()))
         except ToolError as failure:
-            return ToolResult(error=str(failure))
+            return ToolResult(error=_credentials.scrub(str(failure)))
         except OSError as failure:
-            return ToolResult(error=f"{name} failed: {failure.strerror or failure}")
+            return ToolResult(error=_credentials.scrub(f"{name} failed: {failure.strerror or failure}"))
 
     def _run_subagent(self, agent: str, task: str) -> str:
         """Run a delegated task with a fresh client and read-only tools; its final prose.
@@ -455,6 +457,7 @@ class Agent:
         if used is not None and used != (self.config.provider, self.config.model):
             try:
                 self.config = self.config.switched(*used)
+                _remember_credentials(self.config)
             except ConfigError as error:
                 self.view.notice(
                     f"the session last used {used[0]} {used[1]}, which cannot be opened here ({error})"
@@ -464,6 +467,7 @@ class Agent:
     def switch_model(self, provider: str | None, model: str | None) -> None:
         """Use another provider and/or model from the next turn on (``/model``)."""
         config = self.config.switched(provider, model)
+        _remember_credentials(config)
         self._drop_pending(f"switched to {config.provider} {config.model}")
         self.config = config
         self.client = self._client_factory(config, self.session_id)
@@ -515,6 +519,12 @@ class Agent:
             layers.append(layer("historical tool blocks", _json(formatter(history)), _json(formatter(bare))))
         layers.append(layer("pending", _json(pending) if pending else ""))
         return layers
+
+
+def _remember_credentials(config: AgentConfig) -> None:
+    """Keep the credentials this configuration holds from host commands and from the model."""
+    _credentials.remember([config.api_key, *_credentials.configured_keys(config.table)])
+    _credentials.remember_environment()
 
 
 def _formatter(provider: str) -> Callable[[list[Message]], Any] | None:
