@@ -4,12 +4,13 @@ included).
 
 - A contained command's gate is a shell that becomes bubblewrap: the sandbox's PID namespace holds
   everything the command starts, daemons included, and dies with it.
-- A host command (escalated, or the sandbox off) runs under the reaper gate of :mod:`._gate`: the
-  child subreaper of everything the command starts, which kills what is left (``setsid -f`` daemons,
-  double forks) when the command ends. Where the agent may make cgroups (cgroup v2 with the agent's
-  own cgroup writable: root, or a delegated user session) the gate is also moved into a cgroup of its
-  own before the command starts, and the cgroup is killed whole at the end: that holds even a process
-  that killed the gate first.
+- A host command (escalated, or the sandbox off) runs in a cgroup of its own where the agent may make
+  one (cgroup v2 with the agent's own cgroup writable: root, or a delegated user session). Its gate
+  is moved into the cgroup before the command may start, so everything it starts is in it, whatever
+  process group, session or parent it ends up with; the cgroup is killed whole when the command ends.
+- Where no cgroup can be made, a host command runs under the reaper gate of :mod:`._gate`: the child
+  subreaper of everything the command starts, which kills what is left (``setsid -f`` daemons, double
+  forks) when the command ends. A command that kills the gate itself first can leave a process behind.
 - The watchdog (:mod:`._watchdog`), a process of its own in its own session, learns each group (and
   cgroup) before the command may start; when the agent dies it ends them all.
 
@@ -22,6 +23,7 @@ watchdog sends the group ``SIGTERM``, gives it :data:`~._watchdog.GRACE` seconds
 from __future__ import annotations
 
 import contextlib
+import functools
 import itertools
 import os
 import signal
@@ -85,14 +87,16 @@ def hold(
 ) -> Held:
     """Start ``argv`` behind its gate (stdin closed) and register it with the watchdog; it runs from here on.
 
-    ``contained``: ``argv`` is a sandboxed command (its PID namespace holds what it starts); otherwise
-    it runs under the reaper gate, in a cgroup of its own where one can be made. Call :meth:`Held.end`
-    when it has ended or must stop.
+    ``contained``: ``argv`` is a sandboxed command (its PID namespace holds what it starts). A host
+    command runs in a cgroup of its own where one can be made, else under the reaper gate. Call
+    :meth:`Held.end` when it has ended or must stop.
     """
-    if contained:
-        gate = ["/bin/sh", "-c", _SHELL_GATE, "gate", *argv]
+    shell_gate = ["/bin/sh", "-c", _SHELL_GATE, "gate", *argv]
+    cgroup = None if contained else _new_cgroup()
+    if contained or cgroup is not None:
+        gate, reaper = shell_gate, False
     else:
-        gate = [sys.executable, "-I", "-S", _gate.__file__, *argv]
+        gate, reaper = [sys.executable, "-I", "-S", _gate.__file__, *argv], True
     read_end, write_end = os.pipe()
     ends = [read_end, write_end]
     try:
@@ -100,9 +104,12 @@ def hold(
             gate, cwd=cwd, stdin=read_end, stdout=stdout, stderr=stderr, start_new_session=True, env=env
         )
         os.close(ends.pop(0))
-        held = Held(process, None if contained else _cgroup_for(process.pid), reaper=not contained)
+        held = Held(process, cgroup, reaper)
         try:
-            track(process.pid, held.cgroup)
+            if cgroup is not None and not _enter(cgroup, process.pid):
+                held.end()  # it never started: no go was sent
+                return hold(argv, cwd=cwd, env=env, stdout=stdout, stderr=stderr, contained=False)
+            track(process.pid, cgroup)
             os.write(write_end, b"go\n")  # the command starts only once the watchdog knows its group
         except BaseException:
             held.end()
@@ -163,8 +170,8 @@ def _start() -> IO[str]:
 # -- cgroups --------------------------------------------------------------------------------------
 
 
-def _cgroup_for(pid: int) -> str | None:
-    """A new cgroup holding ``pid`` beneath the agent's own, or ``None`` where the agent cannot make one."""
+def _new_cgroup() -> str | None:
+    """A new, empty cgroup beneath the agent's own, or ``None`` where the agent cannot make one."""
     base = _own_cgroup() if _cgroups["usable"] else None
     if base is None:
         return None
@@ -174,17 +181,21 @@ def _cgroup_for(pid: int) -> str | None:
     except OSError:
         _cgroups["usable"] = False
         return None
-    try:
-        with open(os.path.join(path, "cgroup.procs"), "w") as handle:
-            handle.write(str(pid))
-    except OSError:
-        _cgroups["usable"] = False
-        with contextlib.suppress(OSError):
-            os.rmdir(path)
-        return None
     return path
 
 
+def _enter(cgroup: str, pid: int) -> bool:
+    """Move ``pid`` into ``cgroup``; where that is refused, remove the cgroup and make no more."""
+    try:
+        with open(os.path.join(cgroup, "cgroup.procs"), "w") as handle:
+            handle.write(str(pid))
+    except OSError:
+        _cgroups["usable"] = False
+        return False
+    return True
+
+
+@functools.cache
 def _own_cgroup() -> str | None:
     """The directory of this process's cgroup v2, or ``None`` (no cgroup v2, not mounted here)."""
     try:

@@ -7,10 +7,10 @@ pipe whose only writer is the agent:
 - ``-PGID``: that group is gone, forget it.
 
 When the agent exits, however it exits (``kill -9`` included), the kernel closes the pipe; the
-watchdog reads end-of-file, sends ``SIGTERM`` to every group still registered, waits up to
-:data:`GRACE` seconds for them to end (a command's gate uses the time to kill what it holds), then
-kills each cgroup whole and ``SIGKILL``\\ s each group. It uses only the standard library and imports
-nothing of the package, so it also runs where site-packages are not on the path.
+watchdog reads end-of-file and kills every cgroup still registered whole; every other group gets
+``SIGTERM``, up to :data:`GRACE` seconds to end (a reaper gate uses them to kill what it holds), then
+``SIGKILL``. It uses only the standard library and imports nothing of the package, so it also runs
+where site-packages are not on the path.
 """
 
 from __future__ import annotations
@@ -74,16 +74,21 @@ def _alive(pgid: int) -> bool:
 
 
 def end_all(held: dict[int, str]) -> None:
-    """``SIGTERM`` to each group, a grace period, then each cgroup killed and each group ``SIGKILL``\\ ed."""
-    for pgid in held:
-        with contextlib.suppress(OSError):
-            os.killpg(pgid, signal.SIGTERM)
-    deadline = time.monotonic() + GRACE
-    while any(_alive(pgid) for pgid in held) and time.monotonic() < deadline:
-        time.sleep(_POLL)
+    """Kill each cgroup whole at once; send the other groups ``SIGTERM``, give them :data:`GRACE`
+    seconds (a reaper gate kills what it holds), then ``SIGKILL``."""
     for pgid, cgroup in held.items():
         if cgroup:
             kill_cgroup(cgroup)
+            with contextlib.suppress(OSError):
+                os.killpg(pgid, signal.SIGKILL)
+    rest = [pgid for pgid, cgroup in held.items() if not cgroup]
+    for pgid in rest:
+        with contextlib.suppress(OSError):
+            os.killpg(pgid, signal.SIGTERM)
+    deadline = time.monotonic() + GRACE
+    while any(_alive(pgid) for pgid in rest) and time.monotonic() < deadline:
+        time.sleep(_POLL)
+    for pgid in rest:
         with contextlib.suppress(OSError):
             os.killpg(pgid, signal.SIGKILL)
 

@@ -10,10 +10,13 @@ when the turn ends), so a command that prints gigabytes costs disk, not memory, 
 :data:`MAX_OUTPUT_BYTES` of it. The model gets each stream whole when it is small, otherwise its head
 and tail and the path of the full file (which ``read_file`` may read during the turn).
 
-The command runs in its own process group with stdin closed; the group is killed when the command
-ends (its background processes end with it), times out, prints too much, or the turn is interrupted,
-and a watchdog kills it if the agent dies (:mod:`._reaper`). A timeout is a tool error; a non-zero
-exit is a completed call with ``failed_command``.
+The command runs with stdin closed, behind a gate that lets it start only once a watchdog knows it
+(:mod:`._reaper`); everything it started is killed when it ends (its background processes and
+daemons end with it), times out, prints too much, or the turn is interrupted, and by the watchdog if
+the agent dies. A host command gets the agent's environment without the agent's credentials
+(:mod:`turnmemory.agent._credentials`); after a contained one, what it left that host git would run is
+set aside before anything else runs (:mod:`turnmemory.agent._git_guard`). A timeout is a tool error;
+a non-zero exit is a completed call with ``failed_command``.
 """
 
 from __future__ import annotations
