@@ -356,7 +356,7 @@ def guard(workspace: str, repositories: Repositories) -> Guard:
                 read_only(dot_git)
             if target is not None and _inside(target, workspace) and os.path.isdir(target):
                 read_only(target)
-    for relative in before.keys() - {".git"}:
+    for relative in sorted(before.keys() - {".git"}):
         path = os.path.realpath(os.path.join(workspace, relative))
         if _inside(path, workspace) and os.path.lexists(path):
             read_only(path)
@@ -407,10 +407,11 @@ def _inside(path: str, workspace: str) -> bool:
 
 
 def _configured_paths(workspace: str, notes: list[str]) -> Iterator[tuple[str, bool]]:
-    """Paths in the workspace that host git's configuration reads or runs: ``(path, is a directory)``."""
+    """Paths in the workspace that host git's configuration reads or runs: ``(path, is a directory)``
+    (read even from a repository another user owns, whose owner's git would run them)."""
     try:
         done = subprocess.run(
-            ["git", "config", "--list", "--show-origin", "--null"],
+            ["git", "-c", "safe.directory=*", "config", "--list", "--show-origin", "--null"],
             cwd=workspace,
             env=host_environment({"GIT_TERMINAL_PROMPT": "0"}),
             stdin=subprocess.DEVNULL,
