@@ -97,6 +97,13 @@ PLANTS = [
         lambda t: f"mv lib lib-moved && git init -q lib && git -C lib config core.fsmonitor '{t}; false'",
     ),
     Plant(
+        "move a submodule where its .git file names a planted directory",
+        lambda t: "mkdir -p nest/.git/modules && mv lib nest/lib && "
+        "git init -q --bare nest/.git/modules/lib && "
+        f"{_config(t)} >> nest/.git/modules/lib/config && "
+        "printf '[core]\\n\\tbare = false\\n\\tworktree = ../../../lib\\n' >> nest/.git/modules/lib/config",
+    ),
+    Plant(
         "a nested repository behind a gitlink",
         lambda t: (
             "git init -q vendored && git -C vendored -c user.email=a@b -c user.name=a commit -q --allow-empty "
@@ -160,6 +167,6 @@ def user_runs_git(git: Git, workspace: Path) -> None:
     git("diff", check=False)
     git("commit", "-qam", "after the session", "--allow-empty", check=False)
     git("-c", "protocol.file.allow=always", "submodule", "update", "--init", check=False)
-    for sub in ("deep/er", "docs", "lib", "vendored"):
+    for sub in ("deep/er", "docs", "lib", "nest/lib", "vendored"):
         if (workspace / sub).is_dir():
             git("status", cwd=workspace / sub, check=False)

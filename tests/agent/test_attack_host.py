@@ -274,9 +274,18 @@ def test_nothing_a_contained_command_writes_runs_through_host_git(
     log = host.git("log", "--format=%s").stdout.splitlines()
     assert "made in the sandbox" in log, "git add and git commit work inside the sandbox"
     set_aside = [r["note"] for r in results if "set aside" in r.get("note", "")]
-    assert len(set_aside) == 4 and all(".git.untrusted" in note for note in set_aside)
-    assert (host.workspace / "vendored" / ".git.untrusted").is_dir()
-    assert not list(host.workspace.glob(".git/commondir")) and (host.workspace / ".git" / "hooks").is_dir()
+    assert set_aside and all(".git.untrusted" in note for note in set_aside)
+    below_top = [
+        str(path.relative_to(host.workspace))
+        for path in host.workspace.rglob(".git")
+        if path.parent != host.workspace and ".git" not in path.parent.relative_to(host.workspace).parts
+    ]
+    assert below_top == [], "every repository a command made or moved below the top was set aside"
+    for made in ("vendored", "deep/er", "docs", "nest"):
+        assert (host.workspace / made / ".git.untrusted").exists(), made
+    assert (
+        not (host.workspace / ".git" / "commondir").exists() and (host.workspace / ".git" / "hooks").is_dir()
+    )
 
 
 @SANDBOXED

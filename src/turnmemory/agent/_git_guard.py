@@ -308,10 +308,10 @@ class Guard:
         for placeholder in reversed(self.placeholders):
             placeholder.remove()
         self.placeholders.clear()
-        known = set(self.before.values())
+        moved = {node for node in self.before.values() if node.kind == "dir"}  # a directory may move
         notes = list(self.notes)
         for relative, node in sorted(self.repositories.refresh().items()):
-            if node not in known:
+            if node not in moved and self.before.get(relative) != node:  # a .git file means where it is
                 notes.append(_set_aside(self.workspace, relative))
         return notes
 
