@@ -89,3 +89,18 @@ def test_config_file_keys_are_found_in_every_provider_table() -> None:
     table = {"providers": {"a": {"api_key": "one"}, "b": {"model": "m"}, "c": {"api_key": "two"}, "d": 3}}
     assert _credentials.configured_keys(table) == ["one", "two"]
     assert _credentials.configured_keys({"providers": []}) == []
+
+
+def test_bedrock_keys_of_an_aws_profile_are_credentials(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytest.importorskip("boto3")
+    secret = "walnut-harbor-9044-AbCdEfGhIjKlMnOpQrSt"
+    (tmp_path / "credentials").write_text(
+        f"[default]\naws_access_key_id = AKIAEXAMPLEEXAMPLE00\naws_secret_access_key = {secret}\n"
+    )
+    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "credentials"))
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "config"))
+    assert _credentials.aws_keys() == [secret]

@@ -1,7 +1,8 @@
 """The agent's own credentials, kept from the commands it runs and from the model.
 
 The agent reads provider API keys and tokens: the environment variables of
-:data:`CREDENTIAL_VARIABLES` and each ``api_key`` of the config file. :func:`remember` records their
+:data:`CREDENTIAL_VARIABLES`, each ``api_key`` of the config file, and for Bedrock the keys of the AWS
+credential chain (:func:`aws_keys`). :func:`remember` records their
 values once they are read; from then on
 
 - a host-side command (escalated, or with the sandbox off) gets the environment the user's shell gave
@@ -29,6 +30,7 @@ from turnmemory import redaction
 __all__ = [
     "CREDENTIAL_VARIABLES",
     "MIN_LENGTH",
+    "aws_keys",
     "configured_keys",
     "credentials",
     "host_environment",
@@ -88,6 +90,20 @@ def configured_keys(table: Mapping[str, Any]) -> list[str]:
         return []
     sections = [section for section in providers.values() if isinstance(section, Mapping)]
     return [key for section in sections if isinstance(key := section.get("api_key"), str)]
+
+
+def aws_keys() -> list[str]:
+    """The AWS secret key and session token Bedrock's client resolves (environment, profile, role)."""
+    try:
+        import boto3
+
+        found = boto3.Session().get_credentials()
+    except Exception:  # no boto3, or a profile it cannot read: then the client has no keys either
+        return []
+    if found is None:
+        return []
+    frozen = found.get_frozen_credentials()
+    return [value for value in (frozen.secret_key, frozen.token) if value]
 
 
 def credentials() -> frozenset[str]:

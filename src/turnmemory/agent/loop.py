@@ -525,6 +525,8 @@ def _remember_credentials(config: AgentConfig) -> None:
     """Keep the credentials this configuration holds from host commands and from the model."""
     _credentials.remember([config.api_key, *_credentials.configured_keys(config.table)])
     _credentials.remember_environment()
+    if config.provider == "bedrock":
+        _credentials.remember(_credentials.aws_keys())
 
 
 def _formatter(provider: str) -> Callable[[list[Message]], Any] | None:
