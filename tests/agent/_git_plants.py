@@ -5,13 +5,23 @@ is planted in, and what the user runs afterwards: shared by the end-to-end attac
 from __future__ import annotations
 
 import os
+import shlex
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 Git = Callable[..., Any]
-"""``git(*args, cwd=None, check=True)``: git as the user, in the workspace unless ``cwd``."""
+"""``git(*args, cwd=None, check=True, terminal=False)``: git as the user, in the workspace unless
+``cwd``; with ``terminal``, its output on a terminal (where git starts a pager)."""
+USER_ENV = {"GIT_CONFIG_NOSYSTEM": "1", "PAGER": "cat"}
+"""The user's environment for git: a pager that ends by itself (the configured one still wins)."""
+
+
+def git_argv(args: tuple[str, ...], *, terminal: bool) -> list[str]:
+    """The user's git command line; with ``terminal``, run by ``script`` on a pseudo-terminal."""
+    argv = ["git", "-c", "user.email=user@example.com", "-c", "user.name=User", *args]
+    return ["script", "-qec", shlex.join(argv), "/dev/null"] if terminal else argv
 
 
 @dataclass(frozen=True)
@@ -98,10 +108,12 @@ PLANTS = [
     ),
     Plant(
         "move a submodule where its .git file names a planted directory",
-        lambda t: "mkdir -p nest/.git/modules && mv lib nest/lib && "
-        "git init -q --bare nest/.git/modules/lib && "
-        f"{_config(t)} >> nest/.git/modules/lib/config && "
-        "printf '[core]\\n\\tbare = false\\n\\tworktree = ../../../lib\\n' >> nest/.git/modules/lib/config",
+        lambda t: (
+            "mkdir -p nest/.git/modules && mv lib nest/lib && "
+            "git init -q --bare nest/.git/modules/lib && "
+            f"{_config(t)} >> nest/.git/modules/lib/config && "
+            "printf '[core]\\n\\tbare = false\\n\\tworktree = ../../../lib\\n' >> nest/.git/modules/lib/config"
+        ),
     ),
     Plant(
         "a nested repository behind a gitlink",
@@ -113,6 +125,10 @@ PLANTS = [
     Plant(
         "a nested repository in a subdirectory",
         lambda t: f"mkdir -p deep/er && git init -q deep/er && {_config(t)} >> deep/er/.git/config",
+    ),
+    Plant(
+        "a bare repository in a subdirectory",
+        lambda t: f"git clone -q --bare . bare && git --git-dir=bare config core.pager '{t}; cat'",
     ),
     Plant(
         "a gitfile in a subdirectory",
@@ -162,11 +178,14 @@ def build_repository(root: Path, git: Git, *, hooks_path: bool, owner: tuple[int
 
 def user_runs_git(git: Git, workspace: Path) -> None:
     """What the user does after the session: status, diff, a commit (hooks), a submodule update, and
-    status in each subdirectory a plant may have made a repository of."""
+    status and a log on a terminal (the pager) at the top and in each subdirectory a plant may have
+    made a repository of."""
     git("status", check=False)
     git("diff", check=False)
     git("commit", "-qam", "after the session", "--allow-empty", check=False)
     git("-c", "protocol.file.allow=always", "submodule", "update", "--init", check=False)
-    for sub in ("deep/er", "docs", "lib", "nest/lib", "vendored"):
+    git("log", "-1", check=False, terminal=True)
+    for sub in ("bare", "deep/er", "docs", "lib", "nest/lib", "vendored"):
         if (workspace / sub).is_dir():
             git("status", cwd=workspace / sub, check=False)
+            git("log", "-1", cwd=workspace / sub, check=False, terminal=True)

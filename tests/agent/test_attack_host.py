@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.agent._git_plants import PLANTS, build_repository, user_runs_git
+from tests.agent._git_plants import PLANTS, USER_ENV, build_repository, git_argv, user_runs_git
 from tests.agent._support import body_text, tool_results
 
 import turnmemory
@@ -137,7 +137,7 @@ class Host:
         done = subprocess.run(
             [*self.prefix(), *argv],
             cwd=cwd or self.workspace,
-            env=self.env({"GIT_CONFIG_NOSYSTEM": "1"}),
+            env=self.env(USER_ENV),
             capture_output=True,
             text=True,
             timeout=60,
@@ -148,11 +148,9 @@ class Host:
         return done
 
     def git(
-        self, *args: str, cwd: Path | None = None, check: bool = True
+        self, *args: str, cwd: Path | None = None, check: bool = True, terminal: bool = False
     ) -> subprocess.CompletedProcess[str]:
-        return self.run(
-            "git", "-c", "user.email=user@example.com", "-c", "user.name=User", *args, cwd=cwd, check=check
-        )
+        return self.run(*git_argv(args, terminal=terminal), cwd=cwd, check=check)
 
     def agent(
         self, server: FakeProviderServer, *args: str, env: dict[str, str] | None = None
@@ -283,6 +281,7 @@ def test_nothing_a_contained_command_writes_runs_through_host_git(
     assert below_top == [], "every repository a command made or moved below the top was set aside"
     for made in ("vendored", "deep/er", "docs", "nest"):
         assert (host.workspace / made / ".git.untrusted").exists(), made
+    assert (host.workspace / "bare" / "HEAD.untrusted").exists(), "a bare repository it made was set aside"
     assert (
         not (host.workspace / ".git" / "commondir").exists() and (host.workspace / ".git" / "hooks").is_dir()
     )
@@ -297,6 +296,9 @@ def test_no_repository_can_be_made_where_host_git_would_find_it(
         f"mkdir .git; printf '[core]\\n\\tfsmonitor = touch {host.outside}/planted-mkdir; false\\n' > .git/config",
         f"printf 'gitdir: elsewhere\\n' > .git; git init -q --bare elsewhere && git --git-dir=elsewhere config core.fsmonitor 'touch {host.outside}/planted-file; false'",
         f"git init -q sub && git -C sub config core.fsmonitor 'touch {host.outside}/planted-sub; false'",
+        f"git init -q --bare . && git config core.pager 'touch {host.outside}/planted-bare; cat' && "
+        "git -c user.email=a@b -c user.name=a commit-tree -m top $(git mktree </dev/null) > top && "
+        "git update-ref HEAD $(cat top)",
         "echo still writable > kept.txt",
     ]
     server.push(Reply(tool_calls=_calls(*plants)), Reply(text="Done."))
@@ -306,10 +308,14 @@ def test_no_repository_can_be_made_where_host_git_would_find_it(
         not (host.workspace / ".git").exists()
         and (host.workspace / "kept.txt").read_text() == "still writable\n"
     )
-    for where in (host.workspace, host.workspace / "sub"):
+    assert _results(server)[-2]["exit_code"] == 0, "a bare repository can be made at the top"
+    for where in (host.workspace, host.workspace / "sub", host.workspace / "src"):
+        where.mkdir(exist_ok=True)
         host.git("status", cwd=where, check=False)
+        host.git("log", "-1", cwd=where, check=False, terminal=True)
     assert host.markers() == []
     assert sorted(p.name for p in (host.workspace / "sub").iterdir()) == [".git.untrusted"]
+    assert (host.workspace / "HEAD.untrusted").is_file() and not (host.workspace / "HEAD").exists()
 
 
 # -- 3. credentials: the agent's keys never reach a command or the model ------------------------

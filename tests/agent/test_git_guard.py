@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from tests.agent._git_plants import PLANTS, Plant, build_repository, user_runs_git
+from tests.agent._git_plants import PLANTS, USER_ENV, Plant, build_repository, git_argv, user_runs_git
 
 from turnmemory.agent._git_guard import Repositories, guard
 from turnmemory.agent.sandbox import open_sandbox, sandbox_unavailable
@@ -29,11 +29,13 @@ REGISTRY = ToolRegistry(builtin_tools(subagent=lambda agent, task: ""))
 
 
 def _git(workspace: Path) -> Any:
-    def git(*args: str, cwd: Path | None = None, check: bool = True) -> subprocess.CompletedProcess[str]:
+    def git(
+        *args: str, cwd: Path | None = None, check: bool = True, terminal: bool = False
+    ) -> subprocess.CompletedProcess[str]:
         done = subprocess.run(
-            ["git", "-c", "user.email=user@example.com", "-c", "user.name=User", *args],
+            git_argv(args, terminal=terminal),
             cwd=cwd or workspace,
-            env={**os.environ, "GIT_CONFIG_NOSYSTEM": "1", "HOME": str(workspace.parent)},
+            env={**os.environ, **USER_ENV, "HOME": str(workspace.parent)},
             capture_output=True,
             text=True,
             timeout=30,
@@ -148,6 +150,24 @@ def test_a_linked_protected_entry_makes_the_whole_git_directory_read_only(
     )
 
 
+@SANDBOXED
+def test_a_bare_repository_is_read_only_and_one_a_command_makes_is_set_aside(tmp_path: Path) -> None:
+    workspace = tmp_path / "ws"
+    subprocess.run(["git", "init", "-q", "--bare", str(workspace / "fixture.git")], check=True)
+    config = (workspace / "fixture.git" / "config").read_bytes()
+    out = _contained(
+        workspace,
+        "git --git-dir=fixture.git config core.pager x; echo $? > refused; "
+        "git init -q --bare made.git && git init -q --bare .",
+    )
+    assert out["exit_code"] == 0 and (workspace / "refused").read_text() != "0\n", out
+    assert (workspace / "fixture.git" / "config").read_bytes() == config
+    assert (workspace / "fixture.git" / "HEAD").is_file(), "a bare repository that was there stays"
+    for made in (workspace / "made.git", workspace):
+        assert (made / "HEAD.untrusted").is_file() and not (made / "HEAD").exists(), made
+    assert out["note"].count("set aside") == 2, out["note"]
+
+
 def test_a_workspace_too_large_to_walk_is_said_once(tmp_path: Path) -> None:
     for number in range(30):
         (tmp_path / f"d{number}").mkdir()
@@ -163,10 +183,10 @@ def test_a_workspace_too_large_to_walk_is_said_once(tmp_path: Path) -> None:
 
 # -- the incremental walk -------------------------------------------------------------------------
 
-_NAMES = st.sampled_from(["a", "b", "c", ".git", "x.git"])
+_NAMES = st.sampled_from(["a", "b", "c", ".git", "x.git", "HEAD", "objects", "refs", "commondir"])
 _OPERATIONS = st.lists(
     st.tuples(
-        st.sampled_from(["mkdir", "git-dir", "git-file", "git-link", "remove", "rename", "touch"]),
+        st.sampled_from(["mkdir", "git-dir", "git-file", "git-link", "bare", "remove", "rename", "touch"]),
         st.lists(_NAMES, min_size=1, max_size=3),
         st.lists(_NAMES, min_size=1, max_size=3),
     ),
@@ -184,6 +204,10 @@ def _apply(root: Path, operation: str, path: list[str], other: list[str]) -> Non
         elif operation == "git-file":
             target.mkdir(parents=True, exist_ok=True)
             (target / ".git").write_text("gitdir: elsewhere\n")
+        elif operation == "bare":
+            for name in ("objects", "refs"):
+                (target / name).mkdir(parents=True, exist_ok=True)
+            (target / "HEAD").write_text("ref: refs/heads/main\n")
         elif operation == "git-link":
             target.mkdir(parents=True, exist_ok=True)
             os.symlink("elsewhere", target / ".git")

@@ -23,6 +23,10 @@ configuration). For each contained command :func:`guard` makes them read-only or
   that a command made is *set aside* when it ends: its ``.git`` renamed ``.git.untrusted``, so no
   host git enters it (:class:`Repositories` keeps the map of them current between commands with an
   incremental walk that stats directories and lists only those that changed).
+- So is every bare repository in the workspace, the top included: a directory git takes for a git
+  directory when it runs there or below (a ``HEAD`` beside ``objects`` and ``refs``, or beside a
+  ``commondir``; ``git init --bare .`` makes one). One a command made is set aside when it ends: its
+  ``HEAD`` renamed ``HEAD.untrusted``, after which git takes it for a plain directory.
 - The configuration files host git reads that lie in the workspace, the paths they include,
   ``core.hooksPath`` and the programs of :data:`PROGRAM_KEYS`, when they lie in the workspace, are
   read-only too (held by a placeholder when they do not exist).
@@ -30,8 +34,7 @@ configuration). For each contained command :func:`guard` makes them read-only or
 bubblewrap drops every capability (``--cap-drop ALL``), so no contained process can unmount any of
 this, whoever runs the agent. Placeholders are removed when the command ends. What remains open:
 while a contained command runs, a repository it has just made is set aside only when it ends; a
-rebase it leaves half done keeps its to-do list (``exec`` lines run at ``git rebase --continue``);
-and a bare repository it makes is left alone (host git enters it only when run inside it).
+rebase it leaves half done keeps its to-do list (``exec`` lines run at ``git rebase --continue``).
 """
 
 from __future__ import annotations
@@ -97,7 +100,8 @@ lies in the workspace is protected like a hook."""
 MAX_ENTRIES = 1_000_000
 """The most directory entries the walk for nested repositories reads; past it, nested repositories
 are not looked for (the agent says so once)."""
-UNTRUSTED = ".git.untrusted"
+ASIDE = ".untrusted"
+"""What a repository a contained command made gets after its ``.git`` (or ``HEAD``) when it is set aside."""
 _HOT = 0.1
 """Seconds: a directory changed this close to the last walk is listed again (timestamps are coarse)."""
 _CONFIG_TIMEOUT = 5
@@ -119,6 +123,8 @@ class _Dir:
     subdirs: tuple[str, ...]
     git: _Node | None
     entries: int
+    head: _Node | None = None
+    """The directory's ``HEAD`` when the directory is itself a git directory (see :func:`_bare`)."""
 
 
 class Repositories:
@@ -152,8 +158,11 @@ class Repositories:
         if not self.complete:
             self._dirs.clear()
             return {}
-        return {
+        found = {
             os.path.join(relative, ".git"): entry.git for relative, entry in self._dirs.items() if entry.git
+        }
+        return found | {
+            os.path.join(relative, "HEAD"): entry.head for relative, entry in self._dirs.items() if entry.head
         }
 
     def _path(self, relative: str) -> str:
@@ -202,18 +211,34 @@ class Repositories:
             return None
         subdirs: list[str] = []
         git: _Node | None = None
+        names: set[str] = set()
         count = 0
         try:
             with os.scandir(path) as entries:
                 for entry in entries:
                     count += 1
+                    if entry.name in _BARE_NAMES and not (
+                        entry.name == "HEAD" and entry.is_dir(follow_symlinks=False)
+                    ):
+                        names.add(entry.name)
                     if entry.name == ".git":
                         git = _node(entry.path)
                     elif entry.is_dir(follow_symlinks=False):
                         subdirs.append(os.path.join(relative, entry.name))
         except OSError:
             return None
-        return _Dir(stamp, tuple(subdirs), git, count)
+        head = _node(os.path.join(path, "HEAD")) if _bare(names) else None
+        return _Dir(stamp, tuple(subdirs), git, count, head)
+
+
+_BARE_NAMES = frozenset({"HEAD", "commondir", "objects", "refs"})
+
+
+def _bare(names: set[str]) -> bool:
+    """Whether a directory holding these of :data:`_BARE_NAMES` is one git takes for a git directory when
+    it runs there or below (a bare repository): a ``HEAD`` that is no directory, and ``objects`` and
+    ``refs``, or a ``commondir`` naming where they are."""
+    return "HEAD" in names and ("commondir" in names or {"objects", "refs"} <= names)
 
 
 def _stamp(path: str) -> tuple[int, int, int] | None:
@@ -357,6 +382,8 @@ def guard(workspace: str, repositories: Repositories) -> Guard:
             if target is not None and _inside(target, workspace) and os.path.isdir(target):
                 read_only(target)
     for relative in sorted(before.keys() - {".git"}):
+        if os.path.basename(relative) == "HEAD":  # a bare repository: all of it
+            relative = os.path.dirname(relative)
         path = os.path.realpath(os.path.join(workspace, relative))
         if _inside(path, workspace) and os.path.lexists(path):
             read_only(path)
@@ -458,10 +485,12 @@ def _within(path: str, workspace: str, *, directory: bool) -> Iterator[tuple[str
 
 
 def _set_aside(workspace: str, relative: str) -> str:
-    """Rename a ``.git`` a contained command made to ``.git.untrusted`` (a free name); what was done."""
+    """Rename a ``.git`` (or a bare repository's ``HEAD``) a contained command made to ``.git.untrusted``
+    (``HEAD.untrusted``; a free name); what was done."""
     path = os.path.join(workspace, relative)
+    name = os.path.basename(path) + ASIDE
     for number in range(1, 1000):
-        aside = os.path.join(os.path.dirname(path), UNTRUSTED if number == 1 else f"{UNTRUSTED}-{number}")
+        aside = os.path.join(os.path.dirname(path), name if number == 1 else f"{name}-{number}")
         if os.path.lexists(aside):
             continue
         try:
