@@ -272,7 +272,7 @@ def test_nothing_a_contained_command_writes_runs_through_host_git(
     log = host.git("log", "--format=%s").stdout.splitlines()
     assert "made in the sandbox" in log, "git add and git commit work inside the sandbox"
     set_aside = [r["note"] for r in results if "set aside" in r.get("note", "")]
-    assert set_aside and all(".git.untrusted" in note for note in set_aside)
+    assert set_aside and all(".untrusted" in note for note in set_aside)
     below_top = [
         str(path.relative_to(host.workspace))
         for path in host.workspace.rglob(".git")
@@ -350,7 +350,8 @@ def test_no_credential_reaches_a_command_or_the_model(
     write = "cat > leak.sh <<'EOF'\n" + LEAK + "EOF\nprintf 'leak:\\n\\tsh leak.sh\\n' > Makefile"
     if mode == "off":
         calls = _calls(write, "make leak", "sh leak.sh")
-        rules = ["--allow", "bash"]
+        rules = ["--allow", "bash:cat *", "--allow", "bash:printf *", "--allow", "bash:make *"]
+        rules += ["--allow", "bash:sh *"]
     else:
         calls = _calls(write, "sh leak.sh; cat /proc/1/environ", _escalated("make leak"))
         rules = ["--allow", "bash:make *"]
