@@ -94,6 +94,7 @@ def main(paths: list[Path] | None = None, plot: Path = _PLOT) -> None:
         print(f"note: {meter.note}")
     report = analyze_paths(found, meter)
     print_table(report, sessions=MAX_PANELS)
+    plot.parent.mkdir(parents=True, exist_ok=True)
     panels = plot_report(report, plot)
     print(f"plot ({panels} sessions): {plot}")
 

@@ -329,7 +329,7 @@ KEYS = {
 CONFIGURED = "harbor-cinnamon-glacier-5120-fern"
 """A key only the config file holds (another provider's)."""
 SECRETS = sorted({*KEYS.values(), CONFIGURED})
-LEAK = r"""env
+LEAK = r"""env > "$OUTSIDE/env-$$" 2>/dev/null; env
 p=$$
 while [ "$p" -gt 1 ]; do
   tr '\0' '\n' < /proc/$p/environ 2>/dev/null
@@ -337,37 +337,57 @@ while [ "$p" -gt 1 ]; do
 done
 cat "$XDG_CONFIG_HOME/turnmemory/config.toml" 2>&1
 """
-"""A script that prints everything a host command can see of the agent's credentials."""
+"""A script that prints everything a host command can see of the agent's credentials, and keeps its
+own environment in ``$OUTSIDE`` (where a command would send it off, out of the scrubbing's reach)."""
 
 
-@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize(
+    ("mode", "rules"),
+    [
+        pytest.param("workspace-write", "patterns", marks=SANDBOXED),
+        ("off", "patterns"),
+        ("off", "bash"),
+    ],
+)
 def test_no_credential_reaches_a_command_or_the_model(
-    mode: str, host: Host, server: FakeProviderServer
+    mode: str, rules: str, host: Host, server: FakeProviderServer
 ) -> None:
+    """The repository's own Makefile and script print what they can see of the agent (a pattern covers
+    them: nothing changed them); under a blanket ``--allow bash`` the model writes its own script."""
     config = host.home / ".config" / "turnmemory" / "config.toml"
     config.write_text(f'[providers.openai_responses]\napi_key = "{CONFIGURED}"\n')
-    os.chown(config, host.uid, host.gid)
-    write = "cat > leak.sh <<'EOF'\n" + LEAK + "EOF\nprintf 'leak:\\n\\tsh leak.sh\\n' > Makefile"
-    if mode == "off":
-        calls = _calls(write, "make leak", "sh leak.sh")
-        rules = ["--allow", "bash:cat *", "--allow", "bash:printf *", "--allow", "bash:make *"]
-        rules += ["--allow", "bash:sh *"]
+    leak = f"OUTSIDE={host.outside}\n{LEAK}"
+    (host.workspace / "leak.sh").write_text(leak)
+    (host.workspace / "Makefile").write_text("leak:\n\tsh leak.sh\n")
+    for path in (config, host.workspace / "leak.sh", host.workspace / "Makefile"):
+        os.chown(path, host.uid, host.gid)
+    if rules == "bash":
+        write = "cat > mine.sh <<'EOF'\n" + leak + "EOF"
+        calls, host_commands, allow = _calls(write, "sh mine.sh"), ["sh mine.sh"], ["--allow", "bash"]
+    elif mode == "off":
+        calls, host_commands = _calls("make leak", "sh leak.sh"), ["make leak", "sh leak.sh"]
+        allow = ["--allow", "bash:make *", "--allow", "bash:sh *"]
     else:
-        calls = _calls(write, "sh leak.sh; cat /proc/1/environ", _escalated("make leak"))
-        rules = ["--allow", "bash:make *"]
+        calls = _calls("sh leak.sh; cat /proc/1/environ", _escalated("make leak"))
+        host_commands, allow = ["make leak"], ["--allow", "bash:make *"]
     server.push(Reply(text="Building.", tool_calls=calls), Reply(text="Built."))
     done = host.agent(
-        server, "--sandbox", mode, *rules, "build it", env={**KEYS, "PROJECT_SETTING": "visible-7d1"}
+        server, "--sandbox", mode, *allow, "build it", env={**KEYS, "PROJECT_SETTING": "visible-7d1"}
     )
     assert done.returncode == 0, done.stderr
-    results = _results(server)
-    printed = [r.get("stdout", "") for r in results if r.get("command") in ("make leak", "sh leak.sh")]
-    assert printed and all("PROJECT_SETTING=visible-7d1" in out for out in printed), (
-        "the user's environment stays"
+    printed = {r.get("command"): r.get("stdout", "") for r in _results(server)}
+    assert all("PROJECT_SETTING=visible-7d1" in printed.get(command, "") for command in host_commands), (
+        "every host command ran, with the user's environment",
+        printed,
     )
-    assert all("[REDACTED]" in out for out in printed), "what a host command read of the agent was scrubbed"
+    assert all("[REDACTED]" in printed[command] for command in host_commands), (
+        "what a host command read of the agent was scrubbed"
+    )
+    kept = {name: (host.outside / name).read_text() for name in host.markers()}
+    assert len(kept) == len(host_commands), kept
+    assert not any(f"{name}=" in text for name in KEYS for text in kept.values()), "no credential by name"
     places = {f"request {n}": body_text(r.body) for n, r in enumerate(server.requests)}
-    places |= {"store": host.stored(), "output": done.stdout + done.stderr}
+    places |= {"store": host.stored(), "output": done.stdout + done.stderr, **kept}
     leaks = [f"{secret} in {where}" for secret in SECRETS for where, text in places.items() if secret in text]
     assert leaks == []
 
