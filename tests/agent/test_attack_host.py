@@ -392,6 +392,26 @@ def test_no_credential_reaches_a_command_or_the_model(
     assert leaks == []
 
 
+def test_no_token_an_mcp_server_uses_reaches_a_host_command(host: Host, server: FakeProviderServer) -> None:
+    """A token the config hands an MCP server through ``${NAME}`` is the agent's too (the server here
+    cannot start: the token is read all the same)."""
+    token = "mcp-token-4dc1-amber-quartz-8812"
+    config = host.home / ".config" / "turnmemory" / "config.toml"
+    config.write_text(
+        '[mcp.servers.docs]\nurl = "http://127.0.0.1:9/mcp"\nstartup_timeout = 5\n'
+        'headers = { Authorization = "Bearer ${DOCS_TOKEN}" }\n'
+    )
+    os.chown(config, host.uid, host.gid)
+    server.push(Reply(tool_calls=_calls(f"env > {host.outside}/env; env")), Reply(text="Listed."))
+    done = host.agent(
+        server, "--sandbox", "off", "--allow", "bash", "show the environment", env={"DOCS_TOKEN": token}
+    )
+    assert done.returncode == 0, done.stderr
+    kept = (host.outside / "env").read_text()
+    assert "PATH=" in kept and "DOCS_TOKEN=" not in kept and token not in kept
+    assert not any(token in body_text(request.body) for request in server.requests)
+
+
 # -- 5. lifetime: nothing a command starts outlives the agent -----------------------------------
 
 

@@ -1,8 +1,8 @@
 """The agent's own credentials, kept from the commands it runs and from the model.
 
 The agent reads provider API keys and tokens: the environment variables of
-:data:`CREDENTIAL_VARIABLES`, each ``api_key`` of the config file, and for Bedrock the keys of the AWS
-credential chain (:func:`aws_keys`). :func:`remember` records their
+:data:`CREDENTIAL_VARIABLES`, each ``api_key`` of the config file, for Bedrock the keys of the AWS
+credential chain (:func:`aws_keys`), and the environment variables an MCP server's ``headers`` name. :func:`remember` records their
 values once they are read; from then on
 
 - a host-side command (escalated, or with the sandbox off) gets the environment the user's shell gave
