@@ -1,11 +1,15 @@
 """What running bash in the sandbox costs: the bash tool's wall time per command, off against
-``workspace-write``, side by side and interleaved.
+``workspace-write``, side by side and interleaved; and what keeping the map of nested repositories
+costs, by workspace size.
 
     .venv/bin/python benchmarks/sandbox.py [--runs N]
 
 Commands, in this repository: ``true`` (the fixed cost: bubblewrap sets up its namespaces and mounts),
 ``git status --short`` and ``ls -lR src``. Each row is the median of ``--runs`` calls of the tool's
-``run_command`` (spill files, watchdog registration and process-group cleanup included).
+``run_command`` (spill files, the gate, watchdog registration, the git protection and the cleanup
+included). The second table times :class:`~turnmemory.agent._git_guard.Repositories` on synthetic
+trees (directories of 20 files): the first walk, and a refresh with nothing changed (what each
+contained command pays, twice).
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from turnmemory.agent._git_guard import Repositories
 from turnmemory.agent.sandbox import open_sandbox, sandbox_unavailable
 from turnmemory.agent.tools import ToolContext
 from turnmemory.agent.tools.shell import run_command
@@ -51,7 +56,36 @@ def main() -> int:
             off, boxed = (statistics.median(times[name]) * 1000 for name in contexts)
             extra = f"{boxed - off:+.1f} ms | {boxed / off:.2f}x"
             print(f"| `{command}` | {off:.1f} ms | {boxed:.1f} ms | {extra} |")
+    print()
+    _walks(args.runs)
     return 0
+
+
+def _walks(runs: int) -> None:
+    print("| entries | directories | first walk | refresh, nothing changed |")
+    print("| ---: | ---: | ---: | ---: |")
+    for directories in (100, 1_000, 10_000):
+        with tempfile.TemporaryDirectory() as root:
+            for number in range(directories):
+                folder = Path(root, f"d{number // 100}", f"e{number}")
+                folder.mkdir(parents=True)
+                for name in range(20):
+                    (folder / f"f{name}").touch()
+            start = time.perf_counter()
+            repositories = Repositories(root)
+            repositories.refresh()
+            first = time.perf_counter() - start
+            time.sleep(0.2)  # past the window in which a just-changed directory is listed again
+            refreshes = []
+            for _ in range(min(runs, 10)):
+                start = time.perf_counter()
+                repositories.refresh()
+                refreshes.append(time.perf_counter() - start)
+            entries = directories * 21 + directories // 100
+            refresh = statistics.median(refreshes) * 1000
+            print(
+                f"| {entries} | {directories + directories // 100} | {first * 1000:.0f} ms | {refresh:.1f} ms |"
+            )
 
 
 if __name__ == "__main__":

@@ -58,6 +58,18 @@ def test_credentials_stay_out_of_the_repr(monkeypatch: pytest.MonkeyPatch) -> No
     assert "TZ" not in repr(configs)
 
 
+def test_the_variables_headers_name_are_secrets_and_no_other(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A header's ``${NAME}`` holds a token; ``env`` and ``args`` pass on ordinary settings (``PATH``)."""
+    monkeypatch.setenv("DOCS_TOKEN", "s3cr3t-value")
+    monkeypatch.setenv("TRACE_ID", "trace-value-0001")
+    servers = {
+        "tool": {"command": "t", "args": ["${PATH}"], "env": {"PATH": "${PATH}:/opt/bin"}},
+        "docs": {"url": "https://x", "headers": {"A": "Bearer ${DOCS_TOKEN}", "B": "${TRACE_ID:-none}"}},
+    }
+    tool, docs = parse_mcp_config({"servers": servers})
+    assert (tool.secrets, docs.secrets) == ((), ("s3cr3t-value", "trace-value-0001"))
+
+
 def test_no_table_means_no_servers() -> None:
     assert parse_mcp_config(None) == ()
     assert parse_mcp_config({}) == ()

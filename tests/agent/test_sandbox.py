@@ -169,13 +169,16 @@ def test_git_config_and_hooks_stay_read_only_and_a_linked_hooks_dir_shows_nothin
 ) -> None:
     ws = machine["workspace"]
     ctx = context(machine)
-    assert bash(ctx, "git init -q . && git config user.name x")["exit_code"] == 0, "no .git yet: all writable"
+    assert bash(ctx, "git init -q .")["exit_code"] != 0, "no repository can be made where host git finds it"
+    assert not (ws / ".git").exists()
+    subprocess.run(["git", "init", "-q", str(ws)], check=True)
     config = (ws / ".git" / "config").read_text()
     out = bash(ctx, "git config core.fsmonitor 'cat ~/.ssh/id_rsa'; echo evil > .git/hooks/pre-commit")
     assert out["exit_code"] != 0
     assert (ws / ".git" / "config").read_text() == config
     assert not (ws / ".git" / "hooks" / "pre-commit").exists()
-    assert bash(ctx, "echo hi > f && git add f && git -c user.email=a@b commit -qm m")["exit_code"] == 0
+    commit = "echo hi > f && git add f && git -c user.email=a@b -c user.name=x commit -qm m"
+    assert bash(ctx, commit)["exit_code"] == 0
 
     hooks = ws / ".git" / "hooks"
     subprocess.run(["rm", "-rf", str(hooks)], check=True)

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from turnmemory.agent.sandbox import SandboxMode, open_sandbox, sandbox_unavailable
-from turnmemory.agent.tools import ToolContext, ToolError, ToolRegistry, builtin_tools, shell
+from turnmemory.agent.tools import ToolContext, ToolError, ToolRegistry, _reaper, builtin_tools, shell
 from turnmemory.testing import FakeProviderServer, Reply, ToolCall
 
 Run = Callable[..., subprocess.CompletedProcess[str]]
@@ -31,15 +31,18 @@ LATE = 1.0
 """How long the scripted background work sleeps before it writes its marker file."""
 
 
-def _late_writers(mode: SandboxMode, tag: str) -> str:
-    """Background work that writes ``late-*`` files after a second: a subshell, a grandchild through
-    ``sh -c``, and (in the sandbox, whose PID namespace holds it) one that left the process group."""
+def _late_writers(tag: str) -> str:
+    """Background work that writes ``late-*`` files after a second, each escaping its parent another
+    way: a subshell, a grandchild through ``sh -c``, one that left the process group (``setsid``), a
+    daemon that left its session and was orphaned (``setsid -f``), a double fork, and ``nohup``."""
     writers = [
         f"(sleep {LATE}; echo late > late-{tag}-subshell) &",
         f"sh -c 'sleep {LATE}; echo late > late-{tag}-grandchild' &",
+        f"setsid sh -c 'sleep {LATE}; echo late > late-{tag}-setsid' &",
+        f"setsid -f sh -c 'sleep {LATE}; echo late > late-{tag}-daemon';",
+        f"( (sleep {LATE}; echo late > late-{tag}-double) & ) &",
+        f"nohup sh -c 'sleep {LATE}; echo late > late-{tag}-nohup' >/dev/null 2>&1 &",
     ]
-    if mode != "off":
-        writers.append(f"setsid sh -c 'sleep {LATE}; echo late > late-{tag}-setsid' &")
     return " ".join(writers)
 
 
@@ -52,7 +55,7 @@ def _assert_nothing_late(workspace: Path) -> None:
 def test_kill_9_of_the_agent_kills_its_command(
     mode: SandboxMode, cli: Run, server: FakeProviderServer, workspace: Path
 ) -> None:
-    command = f"{_late_writers(mode, 'agent')} echo started > started; sleep 30"
+    command = f"{_late_writers('agent')} echo started > started; sleep 30"
     server.push(Reply(text="Working.", tool_calls=[ToolCall("bash", {"command": command})]))
     url = server.base_url("anthropic")
     agent = subprocess.Popen(
@@ -101,9 +104,9 @@ def test_a_command_that_ends_or_times_out_leaves_nothing_running(
 ) -> None:
     ctx = _context(mode, workspace, tmp_path)
     start = time.monotonic()
-    assert _bash(ctx, f"{_late_writers(mode, 'ended')} echo done")["stdout"] == "done\n"
+    assert _bash(ctx, f"{_late_writers('ended')} echo done")["stdout"] == "done\n"
     with pytest.raises(ToolError, match="timed out after 1 s and its process group was killed"):
-        _bash(ctx, f"{_late_writers(mode, 'timeout')} sleep 30", timeout=1)
+        _bash(ctx, f"{_late_writers('timeout')} sleep 30", timeout=1)
     assert time.monotonic() - start < LATE + 1, "the command waited for its background work"
     _assert_nothing_late(workspace)
 
@@ -129,7 +132,7 @@ def test_a_command_runs_only_after_its_group_is_registered(workspace: Path, go: 
     closes the pipe without a word, and the command never starts (it could not be reaped)."""
     gate, opened = os.pipe()
     process = subprocess.Popen(
-        ["/bin/sh", "-c", shell._GATE, "gate", "sh", "-c", "echo ran > ran; cat"],
+        ["/bin/sh", "-c", _reaper._SHELL_GATE, "gate", "sh", "-c", "echo ran > ran; cat"],
         cwd=workspace,
         stdin=gate,
         stdout=subprocess.PIPE,

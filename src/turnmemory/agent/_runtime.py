@@ -6,6 +6,7 @@ import os
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 
+from turnmemory.agent import _credentials
 from turnmemory.agent._spill import SpillArea
 from turnmemory.agent.config import AgentConfig, ConfigError
 from turnmemory.agent.loop import Agent, View
@@ -83,6 +84,7 @@ def open_agent(
                 servers = parse_mcp_config(config.mcp)
             except ValueError as error:
                 raise ConfigError(f"{config.path or 'config'}: {error}") from None
+            _credentials.remember(secret for server in servers for secret in server.secrets)
             if servers:
                 manager = stack.enter_context(
                     McpManager(servers, spill_dir=spill.path / "mcp", notice=view.notice)

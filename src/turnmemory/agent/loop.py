@@ -27,6 +27,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal, Protocol
 
+from turnmemory.agent import _credentials
 from turnmemory.agent._spill import SpillArea
 from turnmemory.agent.compaction import TARGET, TRIGGER, Compaction, cut_point, marker, summary_request
 from turnmemory.agent.config import AgentConfig, ConfigError
@@ -157,6 +158,7 @@ class Agent:
         loaded: LoadedSession | None = None,
     ) -> None:
         self.config = config
+        _remember_credentials(config)
         self.store = store
         self.workspace = os.path.realpath(workspace)
         self.view = view
@@ -396,16 +398,16 @@ class Agent:
                 action = action.staged()
                 show(action.diff)
             if action.changes is None or recorder is None:
-                return ToolResult(output=action.run())
+                return ToolResult(output=_credentials.scrub(action.run()))
             self._checkpoints.before_change(self._turn_seq, action.changes)
             try:
-                return ToolResult(output=action.run())
+                return ToolResult(output=_credentials.scrub(action.run()))
             finally:
                 self._checkpoints.after_change(self._turn_seq, action.changes)
         except ToolError as failure:
-            return ToolResult(error=str(failure))
+            return ToolResult(error=_credentials.scrub(str(failure)))
         except OSError as failure:
-            return ToolResult(error=f"{name} failed: {failure.strerror or failure}")
+            return ToolResult(error=_credentials.scrub(f"{name} failed: {failure.strerror or failure}"))
 
     def _run_subagent(self, agent: str, task: str) -> str:
         """Run a delegated task with a fresh client and read-only tools; its final prose.
@@ -466,6 +468,7 @@ class Agent:
         if used is not None and used != (self.config.provider, self.config.model):
             try:
                 self.config = self.config.switched(*used)
+                _remember_credentials(self.config)
             except ConfigError as error:
                 self.view.notice(
                     f"the session last used {used[0]} {used[1]}, which cannot be opened here ({error})"
@@ -483,6 +486,7 @@ class Agent:
     def switch_model(self, provider: str | None, model: str | None) -> None:
         """Use another provider and/or model from the next turn on (``/model``)."""
         config = self.config.switched(provider, model)
+        _remember_credentials(config)
         self._drop_pending(f"switched to {config.provider} {config.model}")
         self.config = config
         self.client = self._client_factory(config, self.session_id)
@@ -539,6 +543,14 @@ def _turn_start(messages: Sequence[Message], turns: int) -> int:
     """Where the last ``turns`` user turns of ``messages`` begin (``len(messages)`` for none)."""
     starts = [index for index, message in enumerate(messages) if message.role == "user"]
     return starts[-turns] if 0 < turns <= len(starts) else len(messages)
+
+
+def _remember_credentials(config: AgentConfig) -> None:
+    """Keep the credentials this configuration holds from host commands and from the model."""
+    _credentials.remember([config.api_key, *_credentials.configured_keys(config.table)])
+    _credentials.remember_environment()
+    if config.provider == "bedrock":
+        _credentials.remember(_credentials.aws_keys())
 
 
 def _formatter(provider: str) -> Callable[[list[Message]], Any] | None:

@@ -7,9 +7,11 @@ Modes (``--sandbox``, ``TURNMEMORY_SANDBOX``, ``[sandbox] mode``):
   the ``/lib`` links, the parts of ``/etc`` that hold no secrets) read-only, a minimal ``/proc`` and
   ``/dev``. Nothing else of the machine exists inside: not the user's home, other projects, the host's
   ``/tmp``, credential stores or sockets. No network (a private network namespace), a private PID namespace
-  that dies with the agent, a new terminal session, and a minimal environment (no API keys).
-  The workspace's ``.git/config`` and ``.git/hooks`` stay read-only: they run code outside the
-  sandbox later.
+  that dies with the agent, a new terminal session, no capabilities (even when the agent runs as
+  root), and a minimal environment (no API keys). What host-side git would run stays out of reach
+  (:mod:`turnmemory.agent._git_guard`): the workspace's ``.git`` cannot be moved, replaced or made,
+  its ``config``, ``hooks`` and the like are read-only, nested repositories are read-only, and one a
+  command makes is set aside when it ends.
 - ``read-only``: the same view with the workspace read-only.
 - ``off``: commands run on the host, decided by the permission rules alone.
 
@@ -26,11 +28,14 @@ import functools
 import os
 import shutil
 import subprocess
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Literal, get_args
 
-__all__ = ["SANDBOX_MODES", "Sandbox", "SandboxMode", "open_sandbox", "sandbox_unavailable"]
+from turnmemory.agent._credentials import without_credentials
+from turnmemory.agent._git_guard import Repositories, guard
+
+__all__ = ["SANDBOX_MODES", "Contained", "Sandbox", "SandboxMode", "open_sandbox", "sandbox_unavailable"]
 
 SandboxMode = Literal["workspace-write", "read-only", "off"]
 SANDBOX_MODES: tuple[SandboxMode, ...] = get_args(SandboxMode)
@@ -79,11 +84,18 @@ _ETC = (
     "vim",
 )
 """The parts of ``/etc`` programs read to run; never ``shadow``, host keys, ``ssl/private``..."""
-_PROTECTED = (".git/config", ".git/hooks")
-"""Workspace paths kept read-only: code in them runs later outside the sandbox."""
 _PASSED_ENV = ("PATH", "LANG", "LANGUAGE", "TZ", "USER", "LOGNAME")
-_BASE_FLAGS = ("--unshare-all", "--die-with-parent", "--new-session")
+_BASE_FLAGS = ("--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL")
 _PROBE_TIMEOUT = 10
+
+
+@dataclass(frozen=True, slots=True)
+class Contained:
+    """One command wrapped for the sandbox: its ``argv``, and ``settle``, to call once it has ended
+    (it removes the command's placeholders and sets aside the repositories it made; what it did)."""
+
+    argv: list[str]
+    settle: Callable[[], list[str]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,25 +106,28 @@ class Sandbox:
     workspace: str
     readable: tuple[str, ...] = ()
     bwrap: str = "bwrap"
+    repositories: Repositories | None = field(default=None, compare=False, repr=False)
+    """The workspace's nested repositories, kept current between commands (``workspace-write``)."""
 
-    def command(self, argv: Sequence[str]) -> list[str]:
+    def command(self, argv: Sequence[str]) -> Contained:
         """``argv`` wrapped to run inside the sandbox, in the workspace."""
         args = [self.bwrap, *_BASE_FLAGS, *_system_view()]
         for path in self.readable:
             args += ["--ro-bind-try", path, path]
-        bind = "--bind" if self.mode == "workspace-write" else "--ro-bind"
-        args += [bind, self.workspace, self.workspace]
-        for relative in _PROTECTED:
-            path = os.path.join(self.workspace, relative)
-            if os.path.realpath(path) == path and os.path.exists(path):  # never a link out of the workspace
-                args += ["--ro-bind", path, path]
-        return [*args, "--chdir", self.workspace, "--", *argv]
+        if self.mode != "workspace-write":
+            args += ["--ro-bind", self.workspace, self.workspace]
+            return Contained([*args, "--chdir", self.workspace, "--", *argv], lambda: [])
+        repositories = self.repositories or Repositories(self.workspace)
+        protection = guard(self.workspace, repositories)
+        args += ["--bind", self.workspace, self.workspace, *protection.args]
+        return Contained([*args, "--chdir", self.workspace, "--", *argv], protection.settle)
 
     def environment(self, extra: Mapping[str, str]) -> dict[str, str]:
-        """The minimal environment of a sandboxed command: ``PATH``, locale, user, a private ``HOME``."""
+        """The minimal environment of a sandboxed command: ``PATH``, locale, user, a private ``HOME``
+        (never a credential of the agent's, under any name)."""
         env = {key: value for key, value in os.environ.items() if key in _PASSED_ENV or key.startswith("LC_")}
         env.setdefault("PATH", "/usr/local/bin:/usr/bin:/bin")
-        return {**env, "HOME": HOME, "TMPDIR": "/tmp", **extra}
+        return without_credentials({**env, "HOME": HOME, "TMPDIR": "/tmp", **extra})
 
 
 def _system_view() -> list[str]:
@@ -167,4 +182,6 @@ def open_sandbox(
         return None, f"no bash sandbox: {reason}; bash commands go by the permission rules and prompts"
     found = shutil.which("bwrap") or "bwrap"
     paths = tuple(os.path.realpath(os.path.expanduser(path)) for path in readable)
-    return Sandbox(mode, os.path.realpath(workspace), paths, found), None
+    root = os.path.realpath(workspace)
+    repositories = Repositories(root) if mode == "workspace-write" else None
+    return Sandbox(mode, root, paths, found, repositories), None

@@ -67,6 +67,8 @@ class McpServerConfig:
     headers: Mapping[str, str] = field(default_factory=_empty, repr=False)
     timeout: float = DEFAULT_TIMEOUT
     startup_timeout: float = DEFAULT_TIMEOUT
+    secrets: tuple[str, ...] = field(default=(), repr=False, compare=False)
+    """The values of the environment variables ``headers`` name: credentials the agent uses."""
 
     def __post_init__(self) -> None:
         if not _SERVER_NAME.match(self.name):
@@ -140,12 +142,14 @@ def _server(name: str, entry: Any, defaults: tuple[float, float | None]) -> McpS
     url = _expand(_string(entry["url"], f"{where}.url"), f"{where}.url")
     if not url.startswith(("http://", "https://")):
         raise ValueError(f"{where}.url must be an http:// or https:// URL")
+    secrets: list[str] = []
     return McpServerConfig(
         name=name,
         url=url,
-        headers=_string_table(entry.get("headers", {}), f"{where}.headers"),
+        headers=_string_table(entry.get("headers", {}), f"{where}.headers", secrets),
         timeout=timeout,
         startup_timeout=startup_timeout,
+        secrets=tuple(secrets),
     )
 
 
@@ -170,21 +174,24 @@ def _string(value: Any, where: str) -> str:
     return value
 
 
-def _string_table(value: Any, where: str) -> Mapping[str, str]:
+def _string_table(value: Any, where: str, used: list[str] | None = None) -> Mapping[str, str]:
     if not isinstance(value, Mapping) or not all(
         isinstance(key, str) and isinstance(item, str) for key, item in value.items()
     ):
         raise ValueError(f"{where} must be a table of strings")
-    return MappingProxyType({key: _expand(item, f"{where}.{key}") for key, item in value.items()})
+    return MappingProxyType({key: _expand(item, f"{where}.{key}", used) for key, item in value.items()})
 
 
-def _expand(text: str, where: str) -> str:
-    """``text`` with ``${NAME}`` and ``${NAME:-default}`` replaced from the environment."""
+def _expand(text: str, where: str, used: list[str] | None = None) -> str:
+    """``text`` with ``${NAME}`` and ``${NAME:-default}`` replaced from the environment (each value
+    taken from it added to ``used``)."""
 
     def value(match: re.Match[str]) -> str:
         name, default = match.group(1), match.group(2)
         found = os.environ.get(name)
         if found is not None:
+            if used is not None:
+                used.append(found)
             return found
         if default is not None:
             return default

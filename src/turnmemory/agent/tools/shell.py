@@ -10,10 +10,13 @@ when the turn ends), so a command that prints gigabytes costs disk, not memory, 
 :data:`MAX_OUTPUT_BYTES` of it. The model gets each stream whole when it is small, otherwise its head
 and tail and the path of the full file (which ``read_file`` may read during the turn).
 
-The command runs in its own process group with stdin closed; the group is killed when the command
-ends (its background processes end with it), times out, prints too much, or the turn is interrupted,
-and a watchdog kills it if the agent dies (:mod:`._reaper`). A timeout is a tool error; a non-zero
-exit is a completed call with ``failed_command``.
+The command runs with stdin closed, behind a gate that lets it start only once a watchdog knows it
+(:mod:`._reaper`); everything it started is killed when it ends (its background processes and
+daemons end with it), times out, prints too much, or the turn is interrupted, and by the watchdog if
+the agent dies. A host command gets the agent's environment without the agent's credentials
+(:mod:`turnmemory.agent._credentials`); after a contained one, what it left that host git would run is
+set aside before anything else runs (:mod:`turnmemory.agent._git_guard`). A timeout is a tool error;
+a non-zero exit is a completed call with ``failed_command``.
 """
 
 from __future__ import annotations
@@ -22,15 +25,15 @@ import contextlib
 import os
 import select
 import shutil
-import signal
 import subprocess
 import time
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
+from turnmemory.agent._credentials import host_environment
 from turnmemory.agent.permissions import Access, dangerous_reason
 from turnmemory.agent.tools._base import Action, Tool, ToolContext, ToolError, int_argument
-from turnmemory.agent.tools._reaper import track, untrack
+from turnmemory.agent.tools._reaper import hold
 
 __all__ = ["BASH", "DEFAULT_TIMEOUT", "MAX_OUTPUT_BYTES", "MAX_STREAM_BYTES", "MAX_TIMEOUT", "run_command"]
 
@@ -71,44 +74,34 @@ def _prepare_bash(arguments: Mapping[str, Any], ctx: ToolContext) -> Action:
 def run_command(command: str, timeout: float, ctx: ToolContext, *, contained: bool = True) -> dict[str, Any]:
     """Run ``command`` with ``bash -c`` in the workspace (in ``ctx``'s sandbox when ``contained``)."""
     sandbox = ctx.sandbox if contained else None
+    settle: Callable[[], list[str]] = list
     if sandbox is None:
         shell = shutil.which("bash") or "/bin/sh"
-        argv, env = [shell, "-c", command], {**os.environ, **_QUIET_ENV}
+        argv, env = [shell, "-c", command], host_environment(_QUIET_ENV)
     else:  # a bash the sandbox shows (the system's, not one under the home directory)
         shell = shutil.which("bash", path=_SYSTEM_PATH) or "/bin/sh"
-        argv, env = sandbox.command([shell, "-c", command]), sandbox.environment(_QUIET_ENV)
-    stdout_path, stderr_path = ctx.spill_path("stdout.txt"), ctx.spill_path("stderr.txt")
-    stdout, stderr = _private_file(stdout_path), _private_file(stderr_path)
-    gate, opened = os.pipe()
-    ends = [gate, opened]  # the pipe ends still open here
+        wrapped = sandbox.command([shell, "-c", command])
+        argv, env, settle = wrapped.argv, sandbox.environment(_QUIET_ENV), wrapped.settle
     try:
-        process = subprocess.Popen(
-            ["/bin/sh", "-c", _GATE, "gate", *argv],
-            cwd=ctx.workspace,
-            stdin=gate,
-            stdout=stdout,
-            stderr=stderr,
-            start_new_session=True,
-            env=env,
-        )
-        os.close(ends.pop(0))
+        stdout_path, stderr_path = ctx.spill_path("stdout.txt"), ctx.spill_path("stderr.txt")
+        stdout, stderr = _private_file(stdout_path), _private_file(stderr_path)
         try:
-            track(process.pid)
-            os.write(opened, b"go\n")  # the command starts only once the watchdog knows its group
-            os.close(ends.pop(0))
-            code, stopped = _wait(process, timeout, (stdout, stderr))
+            held = hold(
+                argv, cwd=ctx.workspace, env=env, stdout=stdout, stderr=stderr, contained=sandbox is not None
+            )
+            try:
+                code, stopped = _wait(held.process, timeout, (stdout, stderr))
+            finally:
+                held.end()
         finally:
-            _kill_group(process)
-            untrack(process.pid)
+            os.close(stdout)
+            os.close(stderr)
     finally:
-        os.close(stdout)
-        os.close(stderr)
-        for end in ends:
-            os.close(end)
+        notes = settle()  # what the command left that host git would run is gone before anything else runs
     if stopped is not None:
         kept = [path for path in (stdout_path, stderr_path) if _keep_if_nonempty(path)]
         where = f"; partial output in {', '.join(kept)}" if kept else ""
-        raise ToolError(f"{stopped} and its process group was killed{where}")
+        raise ToolError("; ".join([f"{stopped} and its process group was killed{where}", *notes]))
     exit_code = code if code >= 0 else 128 - code
     output: dict[str, Any] = {"command": command, "exit_code": exit_code}
     truncated = False
@@ -123,13 +116,10 @@ def run_command(command: str, timeout: float, ctx: ToolContext, *, contained: bo
     if exit_code != 0:
         output["failed_command"] = command
         if sandbox is not None:
-            output["note"] = _SANDBOX_HINT
+            notes.append(_SANDBOX_HINT)
+    if notes:
+        output["note"] = "; ".join(notes)
     return output
-
-
-_GATE = 'IFS= read -r _ || exit 125; exec "$@" </dev/null'
-"""Waits for the agent's go (its group registered with the watchdog), then becomes the command with
-stdin closed; an agent that died first sends no go, and the command never runs."""
 
 
 def _private_file(path: str) -> int:
@@ -175,15 +165,6 @@ def _exit_waiter(process: subprocess.Popen[bytes]) -> Iterator[Callable[[float],
         yield lambda seconds: poller.poll(seconds * 1000)
     finally:
         os.close(pidfd)
-
-
-def _kill_group(process: subprocess.Popen[bytes]) -> None:
-    try:
-        os.killpg(process.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        if process.returncode is None:
-            process.kill()
-    process.wait()
 
 
 def _keep_if_nonempty(path: str) -> bool:
