@@ -1,8 +1,11 @@
-"""The agent's subcommands: ``run`` (headless), ``chat`` (the REPL), ``sessions`` and ``show``."""
+"""The agent's subcommands: ``run`` (headless), ``chat`` (the REPL), ``sessions`` and ``show``.
+
+Whatever they print that a model, a tool, a repository or a stored session may have written is made
+safe for a terminal first (:func:`turnmemory._text.terminal_safe`, and ``terminal_json`` for JSON).
+"""
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import sys
@@ -11,6 +14,7 @@ from typing import Annotated
 
 import typer
 
+from turnmemory._text import terminal_json, terminal_safe
 from turnmemory.agent._display import session_lines, timestamp
 from turnmemory.agent.config import ConfigError, load_config
 from turnmemory.agent.headless import OutputFormat, RunRequest, run_headless
@@ -64,8 +68,12 @@ _Deadline = Annotated[
 
 
 def _fail(message: str) -> typer.Exit:
-    print(f"turnmemory: {message}", file=sys.stderr)
+    _warn(message)
     return typer.Exit(2)
+
+
+def _warn(message: str) -> None:
+    print(f"turnmemory: {terminal_safe(message, multiline=False)}", file=sys.stderr)
 
 
 def _open_store() -> SessionStore:
@@ -75,7 +83,7 @@ def _open_store() -> SessionStore:
     except SessionStoreError as error:
         raise _fail(str(error)) from None
     for notice in store.notices:
-        print(f"turnmemory: {notice}", file=sys.stderr)
+        _warn(notice)
     return store
 
 
@@ -228,18 +236,18 @@ def sessions(
             }
             for s in found
         ]
-        print(json.dumps(rows, ensure_ascii=False))
+        print(terminal_json(rows))
         return
     if not found:
         print("no sessions" if show_all else "no sessions with a completed turn (--all lists every session)")
         return
     width = max(80, shutil.get_terminal_size((80, 24)).columns) if sys.stdout.isatty() else 80
-    places = [_home_relative(s.workspace) for s in found]
+    places = [terminal_safe(_home_relative(s.workspace), multiline=False) for s in found]
     place_width = min(28, max(len("WORKSPACE"), *(len(place) for place in places)))
     room = width - 10 - 18 - 5 - 2 - place_width - 2
     print(f"{'ID':<10}{'STARTED':<18}{'TURNS':>5}  {'WORKSPACE':<{place_width}}  LAST PROMPT")
     for s, place in zip(found, places, strict=True):
-        prompt = " ".join((s.last_prompt or "").split())
+        prompt = terminal_safe(" ".join((s.last_prompt or "").split()), multiline=False)
         print(
             f"{s.id[:8]:<10}{timestamp(s.created_at):<18}{s.turns:>5}  "
             f"{_cut_middle(place, place_width):<{place_width}}  {_cut_end(prompt, room)}"
@@ -274,15 +282,10 @@ def show(
             raise _fail(str(error.args[0])) from None
     if output == "json":
         events = [{"seq": e.seq, "kind": e.kind, "created_at": e.created_at, **e.data} for e in loaded.events]
-        print(
-            json.dumps(
-                {"id": loaded.info.id, "workspace": loaded.info.workspace, "events": events},
-                ensure_ascii=False,
-            )
-        )
+        print(terminal_json({"id": loaded.info.id, "workspace": loaded.info.workspace, "events": events}))
         return
     for problem in loaded.problems:
-        print(f"turnmemory: {problem}", file=sys.stderr)
+        _warn(problem)
     print("\n".join(session_lines(loaded)))
 
 
@@ -326,14 +329,10 @@ def config(
         raise _fail(f"{error} (config file: {path}, from {source})") from None
     described = describe_config(settings, flags=flags, env=env, config_path=path, config_source=source)
     if output == "json":
-        print(
-            json.dumps(
-                {s.name: {"value": s.value, "source": s.source} for s in described}, ensure_ascii=False
-            )
-        )
+        print(terminal_json({s.name: {"value": s.value, "source": s.source} for s in described}))
         return
     width = max(80, shutil.get_terminal_size((80, 24)).columns) if sys.stdout.isatty() else 80
-    print("\n".join(render_settings(described, width)))
+    print("\n".join(terminal_safe(line) for line in render_settings(described, width)))
     if settings.api_key == MISSING_KEY:
         raise typer.Exit(1)
 

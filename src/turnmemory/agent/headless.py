@@ -9,7 +9,9 @@ prints one object on stdout at the end::
      "segments": [{"type": "text", "text": "..."}, {"type": "tool", "tool": "read_file", ...}, ...]}
 
 ``text`` is the turn's flattened prose exactly; ``segments`` is the same turn in order, prose and the
-tools between it (each tool as its TurnMemory record). ``status`` is ``done``, ``max_tokens`` (the
+tools between it (each tool as its TurnMemory record). Nothing the model or a tool wrote reaches the
+terminal raw: text mode shows escape sequences and other controls as visible ``\\x1b``-style text, and
+JSON writes them as ``\\u`` escapes (the same JSON value). ``status`` is ``done``, ``max_tokens`` (the
 reply was cut at the model's output limit), ``incomplete`` or ``error``.
 
 Nothing waits for input: a permission no ``--allow`` rule grants is denied with a reason the model
@@ -19,12 +21,12 @@ at the output limit (with the reason in one line on stderr), 2 for bad usage or 
 
 from __future__ import annotations
 
-import json
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, TextIO
 
+from turnmemory._text import terminal_json, terminal_safe
 from turnmemory.agent._display import one_line, tool_label, tool_outcome
 from turnmemory.agent._runtime import open_agent
 from turnmemory.agent.config import AgentConfig
@@ -52,7 +54,7 @@ class HeadlessView:
     def event(self, event: Event, elapsed: float | None) -> None:
         """Show one event."""
         if event.kind == "text" and self.stream_prose:
-            self.out.write(event.text)
+            self.out.write(terminal_safe(event.text))
             self.out.flush()
             self.wrote_prose = self.wrote_prose or bool(event.text)
             if event.text:
@@ -63,10 +65,9 @@ class HeadlessView:
             self._end_line()
             label = tool_label(event.name, self._calls.pop(event.call_id, {}), self.workspace)
             took = f" ({elapsed:.1f}s)" if elapsed is not None else ""
-            self.err.write(f"{label} -> {tool_outcome(event.output, event.error)}{took}\n")
-            self.err.flush()
+            self._say(f"{label} -> {tool_outcome(event.output, event.error)}{took}")
         elif event.kind == "retry":
-            self.err.write(f"retrying (attempt {event.attempt}): {one_line(event.error or '')}\n")
+            self._say(f"retrying (attempt {event.attempt}): {one_line(event.error or '')}")
         elif event.kind == "reduced":
             self.notice(event.text)
 
@@ -76,7 +77,12 @@ class HeadlessView:
     def notice(self, text: str) -> None:
         """A note on stderr, on a line of its own."""
         self._end_line()
-        self.err.write(f"turnmemory: {text}\n")
+        self._say(f"turnmemory: {text}")
+
+    def _say(self, line: str) -> None:
+        """One line on ``err``, safe for a terminal."""
+        self.err.write(terminal_safe(line, multiline=False) + "\n")
+        self.err.flush()
 
     def _end_line(self) -> None:
         """End a prose line cut short, so that what goes to stderr next starts a line on a terminal."""
@@ -116,7 +122,7 @@ def run_headless(
         outcome = agent.turn(request.prompt)
         session_id = agent.session_id
     if request.output == "json":
-        out.write(json.dumps(_json_result(session_id, outcome), ensure_ascii=False) + "\n")
+        out.write(terminal_json(_json_result(session_id, outcome)) + "\n")
     else:
         if view.mid_line:
             out.write("\n")
