@@ -63,7 +63,9 @@ def attach_mentions(text: str, session: _Session) -> tuple[str, list[str]]:
         if not inside:
             decision = session.permissions.decide(Access("read", real, outside=True, attachment=True))
             if not decision.allowed:
-                notes.append(f"@{raw} not attached: {decision.reason}")
+                notes.append(
+                    f"@{raw} not attached: {'denied' if decision.how == 'deny' else decision.reason}"
+                )
                 continue
         if room <= 0:
             notes.append(f"@{raw} not attached: the attachments reached {MAX_TOTAL_BYTES:,} bytes")

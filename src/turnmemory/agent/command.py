@@ -113,12 +113,14 @@ def run(
     """Run one turn headless, for scripts.
 
     Prose goes to stdout, one line per tool to stderr, then the session id. Nothing waits for input:
-    what no --allow rule grants is denied. Exit status: 0 done, 1 incomplete, failed or cut at the
-    output limit, 2 bad usage or configuration.
+    reads in the workspace and bash commands the sandbox contains run; anything that would ask in
+    chat (writes, edits, commands outside the sandbox or with it off, dangerous commands, web, reads
+    outside the workspace, MCP) is denied unless an --allow rule grants it. Exit status: 0 done, 1
+    incomplete, failed or cut at the output limit, 2 bad usage or configuration.
     """
     if output not in ("text", "json"):
         raise _fail(f"--format: expected text or json, got {output!r}")
-    if session and continue_:
+    if session is not None and continue_:
         raise _fail("--session and --continue exclude each other")
     text = sys.stdin.read() if prompt == "-" else prompt
     if not text.strip():
@@ -155,10 +157,13 @@ def run(
 def chat(
     session_id: Annotated[
         str | None,
-        typer.Argument(metavar="[ID]", help="With --resume: the session to resume (id or prefix)."),
+        typer.Argument(metavar="ID", help="With --resume: the session to resume (id or prefix)."),
     ] = None,
     resume: Annotated[
         bool, typer.Option("--resume", help="Resume session ID, or without ID the workspace's latest.")
+    ] = False,
+    continue_: Annotated[
+        bool, typer.Option("--continue", help="Continue the workspace's latest session.")
     ] = False,
     provider: _Provider = None,
     model: _Model = None,
@@ -172,10 +177,15 @@ def chat(
 ) -> None:
     """Chat with the agent in the terminal.
 
-    turnmemory chat --resume continues the workspace's latest session, --resume ID a given one.
+    turnmemory chat --continue (or --resume) continues the workspace's latest session, --resume ID a
+    given one. chat needs a terminal; for a prompt from a pipe or a file use turnmemory run -.
     """
     from turnmemory.agent.repl import run_chat
 
+    if session_id is not None and continue_:
+        raise _fail(
+            f"--continue takes no ID; to resume session {session_id!r} use: turnmemory chat --resume ID"
+        )
     if session_id is not None and not resume:
         raise _fail(f"to resume session {session_id!r} use: turnmemory chat --resume {session_id}")
     try:
@@ -189,11 +199,13 @@ def chat(
             timeout=timeout,
             deadline=deadline,
         )
+        if not (sys.stdin.isatty() and sys.stdout.isatty()):  # after the errors in the arguments
+            raise _fail("chat needs a terminal; to run a prompt from a pipe or a file use: turnmemory run -")
         status = run_chat(
             settings,
             workspace=_workspace(workspace),
             session=session_id,
-            latest=resume and session_id is None,
+            latest=(resume or continue_) and session_id is None,
             session_model=provider is None and model is None,
         )
     except (ConfigError, SessionStoreError) as error:
@@ -338,9 +350,9 @@ def config(
 
 
 def register(app: typer.Typer) -> None:
-    """Add ``run``, ``chat``, ``sessions``, ``show`` and ``config`` to the ``turnmemory`` command."""
-    app.command("config")(config)
-    app.command("run")(run)
+    """Add ``chat``, ``run``, ``sessions``, ``show`` and ``config`` to the ``turnmemory`` command."""
     app.command("chat")(chat)
+    app.command("run")(run)
     app.command("sessions")(sessions)
     app.command("show")(show)
+    app.command("config")(config)

@@ -14,9 +14,11 @@ terminal raw: text mode shows escape sequences and other controls as visible ``\
 JSON writes them as ``\\u`` escapes (the same JSON value). ``status`` is ``done``, ``max_tokens`` (the
 reply was cut at the model's output limit), ``incomplete`` or ``error``.
 
-Nothing waits for input: a permission no ``--allow`` rule grants is denied with a reason the model
-sees. The exit status is 0 when the turn is done, 1 when it is incomplete, interrupted, failed or cut
-at the output limit (with the reason in one line on stderr), 2 for bad usage or configuration.
+Nothing waits for input: reads in the workspace and commands the sandbox contains run; what would
+ask in the REPL is denied, with a reason the model sees, unless an ``--allow`` rule grants it. The
+exit status is 0 when the turn is done, 1 when it is incomplete, interrupted, failed or cut at the
+output limit (with the reason in one line on stderr, and for a refused key where it came from), 2 for
+bad usage or configuration.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from typing import Any, Literal, TextIO
 from turnmemory._text import terminal_json, terminal_safe
 from turnmemory.agent._display import one_line, tool_label, tool_outcome
 from turnmemory.agent._runtime import open_agent
-from turnmemory.agent.config import AgentConfig
+from turnmemory.agent.config import AgentConfig, key_hint
 from turnmemory.agent.loop import TurnOutcome
 from turnmemory.llm import Event
 from turnmemory.memory import Message
@@ -121,6 +123,7 @@ def run_headless(
     ) as agent:
         outcome = agent.turn(request.prompt)
         session_id = agent.session_id
+        hint = key_hint(agent.config, outcome.error or "")
     if request.output == "json":
         out.write(terminal_json(_json_result(session_id, outcome)) + "\n")
     else:
@@ -137,6 +140,8 @@ def run_headless(
         err.write(
             f"turnmemory: turn {outcome.status}: {one_line(outcome.error or outcome.reason or 'no reason given', 300)}\n"
         )
+        if hint is not None:
+            err.write(f"turnmemory: {hint}\n")
         return 1
     return 0
 

@@ -23,6 +23,7 @@ untrusted text never becomes rich markup.
 from __future__ import annotations
 
 import os
+import re
 import sys
 import termios
 import time
@@ -35,7 +36,7 @@ from prompt_toolkit.completion import CompleteEvent, Completer, Completion
 from prompt_toolkit.document import Document
 from prompt_toolkit.history import FileHistory
 from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
-from rich.console import Console, ConsoleOptions, RenderableType
+from rich.console import Console, ConsoleOptions, Group, RenderableType
 from rich.live import Live
 from rich.markdown import Markdown
 from rich.markup import escape
@@ -56,7 +57,7 @@ from turnmemory.agent._display import (
     tool_outcome,
 )
 from turnmemory.agent._runtime import open_agent
-from turnmemory.agent.config import AgentConfig, ConfigError
+from turnmemory.agent.config import AgentConfig, ConfigError, key_hint
 from turnmemory.agent.loop import Agent, TurnOutcome
 from turnmemory.agent.permissions import Access, Answer, Rule, session_scope
 from turnmemory.agent.sessions import LoadedSession, SessionStoreError, data_dir
@@ -110,6 +111,34 @@ def _markdown(prose: str) -> Markdown:
     return Markdown(prose, hyperlinks=False)
 
 
+_FENCE = re.compile(r" {0,3}(`{3,}|~{3,})")
+_CONTINUES = re.compile(r"\s|[-*+] |\d+[.)] ")  # an indented continuation, a list item: the block goes on
+_LINE = re.compile(r"[^\n]*\n|[^\n]+")  # markdown breaks lines only at newlines
+
+
+def _settled_prose(prose: str) -> int:
+    """How much of streamed ``prose`` is finished markdown blocks: up to a blank line outside a code
+    fence that a whole line starting a new block (not an indented continuation nor a list item)
+    follows; 0 when none is yet. More prose never settles less."""
+    settled = offset = 0
+    fence = ""  # the open code fence's marker
+    blank = False
+    for match in _LINE.finditer(prose):
+        line = match.group()
+        whole = line.endswith("\n")
+        if not fence and blank and whole and line.strip() and not _CONTINUES.match(line):
+            settled = offset
+        if marker := _FENCE.match(line):
+            found = marker.group(1)
+            if not fence:
+                fence = found
+            elif found[0] == fence[0] and len(found) >= len(fence) and not line[marker.end() :].strip():
+                fence = ""
+        blank = not fence and whole and not line.strip()
+        offset += len(line)
+    return settled
+
+
 def _thought(words: int) -> str:
     return f"[dim italic]✻ thought ({words} words; /thinking shows it)[/]"
 
@@ -139,7 +168,8 @@ class ReplView:
     def __init__(self, console: Console, workspace: str) -> None:
         self.console = console
         self.workspace = workspace
-        self._prose = ""
+        self._prose = ""  # the streamed prose not printed for good yet
+        self._settled = False  # some of this prose is printed for good, above the live region
         self._live: Live | None = None
         self._refreshed = 0.0
         self._status: Status | None = None
@@ -330,23 +360,39 @@ class ReplView:
     def end_prose(self) -> None:
         """Finish the prose being streamed: its final markdown rendering stays on screen."""
         if self._live is not None:
-            self._live.update(_markdown(self._prose), refresh=True)
+            self._live.update(self._live_prose(), refresh=True)
             self._live.stop()
             self._live = None
         self._prose = ""
+        self._settled = False
 
     def _text(self, chunk: str) -> None:
+        """Prose streams as markdown in a live region that holds only its unfinished blocks: each
+        finished one is printed above it once, so the region never outgrows the screen (a terminal
+        cannot redraw lines that scrolled away: they would stay on screen twice)."""
         self.pause()
         self._prose += terminal_safe(chunk)
+        cut = _settled_prose(self._prose)
+        if cut:
+            head, self._prose = self._prose[:cut], self._prose[cut:]
+            if self._live is not None:
+                self._live.update(self._live_prose(), refresh=False)  # drawn below what is printed now
+            self.console.print(Group(Text(), _markdown(head)) if self._settled else _markdown(head))
+            self._settled = True
         if self._live is None:
             self._live = Live(
-                _markdown(self._prose), console=self.console, auto_refresh=False, vertical_overflow="visible"
+                self._live_prose(), console=self.console, auto_refresh=False, vertical_overflow="visible"
             )
             self._live.start()
         now = time.monotonic()
         if now - self._refreshed >= _REFRESH_SECONDS:
-            self._live.update(_markdown(self._prose), refresh=True)
+            self._live.update(self._live_prose(), refresh=True)
             self._refreshed = now
+
+    def _live_prose(self) -> RenderableType:
+        if not self._settled:
+            return _markdown(self._prose)
+        return Group(Text(), _markdown(self._prose)) if self._prose.strip() else Group()
 
     def _tool_line(self, label: str, output: Any, error: str | None, elapsed: float | None) -> None:
         outcome = tool_outcome(output, error)
@@ -511,8 +557,7 @@ class Repl:
             tokens = self.agent.client.accounting.scaled(self.agent.client.accounting.counter.text(attached))
             window = self.agent.client.accounting.limits.window
             self.view.notice(
-                f"the attachments take ~{tokens:,} tokens ({tokens / window:.1%} of the window), "
-                "in this message's request only"
+                f"attachments: ~{tokens:,} tokens ({tokens / window:.1%} of the window), this message only"
             )
         self.view.wait("thinking")
         try:
@@ -521,6 +566,8 @@ class Repl:
         finally:
             self.view.end_prose()
             self.view.pause()
+        if hint := key_hint(self.agent.config, outcome.error or ""):
+            self.view.notice(hint)
         self.view.usage(outcome, self.agent.config.prices)
         if outcome.status != "interrupted":
             return False
