@@ -59,7 +59,7 @@ def _version() -> str:
 
 
 _AREAS: dict[str, tuple[str, ...]] = {
-    "turnmemory.agent.command": ("chat", "run", "sessions", "show", "config"),
+    "turnmemory.agent.command": ("chat", "run", "sessions", "show", "rewind", "config"),
     "turnmemory.analysis.command": ("analyze",),
 }
 """Each area's module and the subcommands its ``register(app)`` adds, in the order help lists them:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pexpect
 import pytest
-from tests.agent._support import MODELS, Run
+from tests.agent._support import MODELS, Run, spawn_chat
 
 from turnmemory.agent.config import AgentConfig, key_hint
 from turnmemory.agent.sandbox import sandbox_unavailable
@@ -157,7 +157,7 @@ def test_other_errors_get_no_key_hint(error: str) -> None:
 
 
 def test_chat_continue_resumes_the_latest_session(
-    cli: Run, server: FakeProviderServer, workspace: Path, tmp_path: Path
+    cli: Run, server: FakeProviderServer, workspace: Path, data_dir: Path, tmp_path: Path
 ) -> None:
     server.push(
         Reply(text="The first answer."),
@@ -165,15 +165,7 @@ def test_chat_continue_resumes_the_latest_session(
         Failure(status=401, message="invalid x-api-key"),
     )
     cli("run", "--base-url", server.base_url("anthropic"), "first question")
-    child = pexpect.spawn(
-        sys.executable,
-        ["-m", "turnmemory.cli", "chat", "--continue", "--base-url", server.base_url("anthropic")],
-        cwd=str(workspace),
-        env={**cli.env, "TERM": "xterm-256color", "NO_COLOR": "1", "PROMPT_TOOLKIT_NO_CPR": "1"},  # type: ignore[attr-defined]
-        encoding="utf-8",
-        timeout=30,
-        dimensions=(40, 80),
-    )
+    child = spawn_chat(server, workspace, data_dir, tmp_path, "--continue")
     try:
         child.expect_exact("› first question")
         child.expect_exact("The first answer.")

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import io
 import os
-import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -17,13 +16,13 @@ from prompt_toolkit import PromptSession
 from prompt_toolkit.input import DummyInput
 from prompt_toolkit.output import DummyOutput
 from rich.console import Console
-from tests.agent._support import body_text
+from tests.agent._support import body_text, spawn_chat
 
 from turnmemory.agent._attach import MAX_FILE_BYTES, attach_mentions, mentions
 from turnmemory.agent.loop import Agent
 from turnmemory.agent.permissions import Access, Answer, Permissions, parse_rules
 from turnmemory.agent.repl import DIFF_LINES, Repl, ReplView, _markdown, _settled_prose, turn_cost
-from turnmemory.agent.sessions import SessionStore
+from turnmemory.agent.store import SqliteStore
 from turnmemory.llm import Event, Usage
 from turnmemory.testing import FakeProviderServer, Reply, ToolCall
 from turnmemory.testing import Usage as WireUsage
@@ -306,37 +305,12 @@ def test_an_attachment_goes_to_the_request_not_to_the_session(
     assert [m.content for m in agent.messages if m.role == "user"] == ["summarize @notes.md"]
     agent.turn("and now?")
     assert "the attached words" not in body_text(server.requests[1].body)
-    with SessionStore(agent.store.path) as store:
+    with SqliteStore(agent.store.path) as store:
         raw = Path(store.path).read_bytes()
     assert b"the attached words" not in raw
 
 
 # -- a real terminal ---------------------------------------------------------------------------------
-
-
-def _chat(
-    server: FakeProviderServer, workspace: Path, data_dir: Path, tmp_path: Path, *extra: str
-) -> pexpect.spawn:
-    env = {key: value for key, value in os.environ.items() if not key.startswith("TURNMEMORY_")}
-    env.update(
-        TURNMEMORY_DATA_DIR=str(data_dir),
-        XDG_CONFIG_HOME=str(tmp_path / "config"),
-        ANTHROPIC_API_KEY="test-key",
-        TERM="xterm-256color",
-        NO_COLOR="1",
-        PROMPT_TOOLKIT_NO_CPR="1",
-    )
-    child = pexpect.spawn(
-        sys.executable,
-        ["-m", "turnmemory.cli", "chat", "--base-url", server.base_url("anthropic"), *extra],
-        cwd=str(workspace),
-        env=env,
-        encoding="utf-8",
-        timeout=30,
-        dimensions=(40, 80),
-    )
-    child.logfile_read = open(tmp_path / f"screen{len(extra)}.txt", "w", encoding="utf-8")  # noqa: SIM115
-    return child
 
 
 def test_in_a_terminal_reasoning_attachments_context_and_resume(
@@ -347,7 +321,7 @@ def test_in_a_terminal_reasoning_attachments_context_and_resume(
         Reply(reasoning="first I consider the notes carefully", text="The notes are **short**."),
         Reply(text="Still here."),
     )
-    child = _chat(server, workspace, data_dir, tmp_path)
+    child = spawn_chat(server, workspace, data_dir, tmp_path)
     try:
         child.expect_exact("›")
         child.sendline("read @notes.md")
@@ -365,7 +339,7 @@ def test_in_a_terminal_reasoning_attachments_context_and_resume(
     finally:
         child.close(force=True)
     assert "attached words" in body_text(server.requests[0].body)
-    resumed = _chat(server, workspace, data_dir, tmp_path, "--resume")
+    resumed = spawn_chat(server, workspace, data_dir, tmp_path, "--resume")
     try:
         resumed.expect_exact("› read @notes.md")
         resumed.expect(r"The notes are \S*short")

@@ -5,7 +5,6 @@ the live screen did, ``/context`` adds up, and ``@file`` says what it attached."
 from __future__ import annotations
 
 import json
-import os
 import re
 import shlex
 import shutil
@@ -18,41 +17,11 @@ from pathlib import Path
 
 import pexpect
 import pytest
-from tests.agent._support import Run
+from tests.agent._support import Run, chat_env, spawn_chat
 
 from turnmemory.testing import FakeProviderServer, Reply, ToolCall
 
 PROMPT = "›"
-
-
-def _env(data_dir: Path, tmp_path: Path, **extra: str) -> dict[str, str]:
-    env = {key: value for key, value in os.environ.items() if not key.startswith("TURNMEMORY_")}
-    env.update(
-        TURNMEMORY_DATA_DIR=str(data_dir),
-        XDG_CONFIG_HOME=str(tmp_path / "config"),
-        ANTHROPIC_API_KEY="test-key",
-        TERM="xterm-256color",
-        NO_COLOR="1",
-        PROMPT_TOOLKIT_NO_CPR="1",
-        **extra,
-    )
-    return env
-
-
-def _chat(
-    server: FakeProviderServer, workspace: Path, data_dir: Path, tmp_path: Path, *extra: str, **env: str
-) -> pexpect.spawn:
-    child = pexpect.spawn(
-        sys.executable,
-        ["-m", "turnmemory.cli", "chat", "--base-url", server.base_url("anthropic"), *extra],
-        cwd=str(workspace),
-        env=_env(data_dir, tmp_path, **env),
-        encoding="utf-8",
-        timeout=30,
-        dimensions=(40, 80),
-    )
-    child.logfile_read = open(tmp_path / f"screen-{time.monotonic_ns()}.txt", "w", encoding="utf-8")  # noqa: SIM115
-    return child
 
 
 def _exit(child: pexpect.spawn) -> None:
@@ -127,7 +96,7 @@ def test_an_interrupted_reply_is_drawn_once_and_typeahead_waits_for_the_prompt(
     command = shlex.join(
         [sys.executable, "-m", "turnmemory.cli", "chat", "--base-url", server.base_url("anthropic")]
     )
-    env = {key: value for key, value in _env(data_dir, tmp_path).items() if key != "NO_COLOR"}
+    env = chat_env(data_dir, tmp_path, colour=True)
     with _tmux(command, env, workspace) as (screen, send):
         screen(wait_for="/help for commands")
         send("look", "Enter")
@@ -163,7 +132,7 @@ def test_thinking_and_diff_forget_a_cleared_session_and_follow_a_resumed_one(
         ),
         Reply(text="Edited."),
     )
-    child = _chat(server, workspace, data_dir, tmp_path)
+    child = spawn_chat(server, workspace, data_dir, tmp_path)
     try:
         child.expect_exact(PROMPT)
         child.sendline("edit it")
@@ -216,7 +185,7 @@ def _edit_and_command_session(
         Reply(text="Again.", tool_calls=[ToolCall("bash", {"command": "ls -a"})]),
         Reply(text="All done."),
     )
-    child = _chat(server, workspace, data_dir, tmp_path, TURNMEMORY_SANDBOX="off")
+    child = spawn_chat(server, workspace, data_dir, tmp_path, TURNMEMORY_SANDBOX="off")
     try:
         child.expect_exact(PROMPT)
         child.sendline("work")
@@ -250,7 +219,7 @@ def test_resume_and_show_draw_permissions_in_words_before_the_tool_line(
     repl = _marks("● {} ok")
     assert _order(live, *repl) == sorted(_order(live, *repl)), "the live order"
     assert _flat(live).count("permission") == 2, "live, a grant's later use asks nothing"
-    resumed = _chat(server, workspace, data_dir, tmp_path, "--continue", TURNMEMORY_SANDBOX="off")
+    resumed = spawn_chat(server, workspace, data_dir, tmp_path, "--continue", TURNMEMORY_SANDBOX="off")
     try:
         resumed.expect_exact("/help for commands")
         replay = resumed.before
@@ -296,7 +265,7 @@ def test_context_rows_add_up_to_the_next_request(
         Reply(text="Reading.", tool_calls=[ToolCall("read_file", {"path": "app.py"})]),
         Reply(text="It sets value to one."),
     )
-    child = _chat(server, workspace, data_dir, tmp_path)
+    child = spawn_chat(server, workspace, data_dir, tmp_path)
     try:
         child.expect_exact(PROMPT)
         for step in ("/context", "what is in app.py?", "/context"):
@@ -320,7 +289,7 @@ def test_attachments_are_confirmed_missing_ones_said_and_a_refusal_asks_no_reaso
     outside = tmp_path / "outside.txt"
     outside.write_text("outside words\n")
     server.push(Reply(text="Seen."), Reply(text="Seen again."))
-    child = _chat(server, workspace, data_dir, tmp_path)
+    child = spawn_chat(server, workspace, data_dir, tmp_path)
     try:
         child.expect_exact(PROMPT)
         child.sendline("read @notes.md and @nope.txt, ask @someone")

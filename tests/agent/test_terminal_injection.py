@@ -7,16 +7,14 @@ from __future__ import annotations
 
 import io
 import json
-import os
 import re
-import sys
 from pathlib import Path
 
 import pexpect
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from tests.agent._support import Run
+from tests.agent._support import Run, spawn_chat
 
 from turnmemory._text import terminal_safe
 from turnmemory.agent.repl import ReplView, SafeConsole
@@ -105,29 +103,6 @@ def _shown(text: str) -> str:
     return re.sub(r"\s+", "", terminal_safe(text))
 
 
-def _chat(
-    server: FakeProviderServer, workspace: Path, data_dir: Path, tmp_path: Path, *extra: str
-) -> pexpect.spawn:
-    env = {key: value for key, value in os.environ.items() if not key.startswith("TURNMEMORY_")}
-    env.pop("NO_COLOR", None)
-    env.update(
-        TURNMEMORY_DATA_DIR=str(data_dir),
-        XDG_CONFIG_HOME=str(tmp_path / "config"),
-        ANTHROPIC_API_KEY="test-key",
-        TERM="xterm-256color",
-        PROMPT_TOOLKIT_NO_CPR="1",
-    )
-    child = pexpect.spawn(
-        sys.executable,
-        ["-m", "turnmemory.cli", "chat", "--base-url", server.base_url("anthropic"), *extra],
-        cwd=str(workspace),
-        env=env,
-        timeout=30,
-        dimensions=(40, 80),
-    )
-    return child
-
-
 def test_a_hostile_model_reaches_the_terminal_only_as_visible_text(
     server: FakeProviderServer, workspace: Path, data_dir: Path, tmp_path: Path, cli: Run
 ) -> None:
@@ -149,7 +124,7 @@ def test_a_hostile_model_reaches_the_terminal_only_as_visible_text(
         ),
         Reply(text=f"Done. {HOSTILE}"),
     )
-    child = _chat(server, workspace, data_dir, tmp_path)
+    child = spawn_chat(server, workspace, data_dir, tmp_path, colour=True, binary=True)
     screen = bytearray()
     try:
         child.expect(PROMPT)
@@ -185,13 +160,15 @@ def test_a_hostile_model_reaches_the_terminal_only_as_visible_text(
     justification = "outside the sandbox: " + " ".join(HOSTILE.split())  # as the bash tool takes it
     assert _shown(justification) in visible or not sandboxed
     assert _shown(hostile_file) in visible, "the file name in the tool line and the diff"
-    assert "missing]0;t\\x9b2J[8mx.txterror" in visible, "a tool line (its target as the memory keeps it)"
+    assert "missing]0;t2J[8mx.txterror" in visible, (
+        "a tool line (its target as the memory keeps it: no controls)"
+    )
     assert "retrying(attempt2)" in visible
     assert (workspace / hostile_file).read_bytes() == f"{HOSTILE}\n{MARKUP}\n".encode(), (
         "the file is as written"
     )
 
-    resumed = _chat(server, workspace, data_dir, tmp_path, "--resume")
+    resumed = spawn_chat(server, workspace, data_dir, tmp_path, "--resume", colour=True, binary=True)
     try:
         resumed.expect(b"/help for commands")
         replay = resumed.before.decode("utf-8")

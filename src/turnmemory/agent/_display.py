@@ -3,7 +3,8 @@
 Labels reuse the retention rules, so what the screen names a call by is the same bounded,
 redacted target the TurnMemory keeps: never file contents, never full arguments. Everything here
 returns text safe for a terminal (:func:`turnmemory._text.terminal_safe`): a label, a stored line or
-an error may come from the model, a tool or a tampered session record.
+an error may come from the model, an MCP server, a tool or a tampered session record (a C1 CSI
+included shows escaped).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from turnmemory._text import terminal_safe
-from turnmemory.agent.sessions import LoadedSession
+from turnmemory.agent.store import LoadedSession
 from turnmemory.retention import bound_text, redact, retain
 
 __all__ = [
@@ -83,6 +84,9 @@ def session_lines(loaded: LoadedSession) -> list[str]:
             lines.append(
                 f"[pending state dropped ({data.get('reason', '')}); its memory: {_compact(memory)}]"
             )
+        elif event.kind == "rewind":
+            lines.append("")
+            lines.append(f"[rewind: the last {data.get('turns')} turns above left the conversation]")
         elif event.kind == "compaction":
             done = "summarized" if data.get("mode") == "summary" else "dropped"
             lines.append("")
@@ -158,7 +162,7 @@ def _tool_line(item: Mapping[str, Any]) -> str:
     label = stored_label(item)
     status = str(item.get("status", ""))
     if status == "error":
-        status = f"error: {one_line(str(item.get('preview', '')))}"
+        status = f"error: {one_line(str(item['preview']))}" if item.get("preview") else "error"
     elif item.get("exit_code"):
         status = f"exit {item['exit_code']}"
     elif status == "success":
@@ -168,8 +172,8 @@ def _tool_line(item: Mapping[str, Any]) -> str:
 
 
 def timestamp(seconds: float) -> str:
-    """Local time, to the minute."""
-    return time.strftime("%Y-%m-%d %H:%M", time.localtime(seconds))
+    """Local time, to the minute; ``unknown`` for 0 (a stored time that could not be read)."""
+    return time.strftime("%Y-%m-%d %H:%M", time.localtime(seconds)) if seconds > 0 else "unknown"
 
 
 def _compact(value: Any) -> str:

@@ -1,4 +1,4 @@
-"""The agent's subcommands: ``run`` (headless), ``chat`` (the REPL), ``sessions`` and ``show``.
+"""The agent's subcommands: ``run`` (headless), ``chat`` (the REPL), ``sessions``, ``show`` and ``rewind``.
 
 Whatever they print that a model, a tool, a repository or a stored session may have written is made
 safe for a terminal first (:func:`turnmemory._text.terminal_safe`, and ``terminal_json`` for JSON).
@@ -16,9 +16,9 @@ import typer
 
 from turnmemory._text import terminal_json, terminal_safe
 from turnmemory.agent._display import session_lines, timestamp
-from turnmemory.agent.config import ConfigError, load_config
+from turnmemory.agent.config import ConfigError, load_config, store_url
 from turnmemory.agent.headless import OutputFormat, RunRequest, run_headless
-from turnmemory.agent.sessions import SessionStore, SessionStoreError
+from turnmemory.agent.store import SessionStore, SessionStoreError, open_store
 
 __all__ = ["register"]
 
@@ -79,8 +79,8 @@ def _warn(message: str) -> None:
 def _open_store() -> SessionStore:
     """The default store, with what opening it found on stderr; a store that cannot open fails in one line."""
     try:
-        store = SessionStore.open_default()
-    except SessionStoreError as error:
+        store = open_store(store_url())
+    except (ConfigError, SessionStoreError) as error:
         raise _fail(str(error)) from None
     for notice in store.notices:
         _warn(notice)
@@ -236,6 +236,8 @@ def sessions(
             )
         except SessionStoreError as error:
             raise _fail(str(error)) from None
+    for problem in (problem for s in found for problem in s.problems):
+        print(f"turnmemory: {terminal_safe(problem)}", file=sys.stderr)
     if output == "json":
         rows = [
             {
@@ -301,6 +303,35 @@ def show(
     print("\n".join(session_lines(loaded)))
 
 
+def rewind(
+    session: Annotated[
+        str | None,
+        typer.Option("--session", help="The session (id or prefix; default: the workspace's latest)."),
+    ] = None,
+    turns: Annotated[int, typer.Option("--turns", min=1, help="How many of the last turns to rewind.")] = 1,
+    workspace: _Workspace = None,
+) -> None:
+    """Rewind a session's last turns: they leave the conversation and its memory, and the files
+    write_file and edit_file changed in them get their content from before those turns back.
+
+    A file changed since by someone else is reported and skipped. Changes made by bash commands are
+    not tracked and not undone.
+    """
+    from turnmemory.agent._runtime import pick_session
+    from turnmemory.agent.rewind import rewind as rewind_session
+
+    place = _workspace(workspace)
+    with _open_store() as store:
+        try:
+            session_id = pick_session(store, place, session, latest=session is None)
+            assert session_id is not None
+            store.claim(session_id)
+            lines = rewind_session(store, session_id, turns, ask=None)
+        except (ConfigError, KeyError, SessionStoreError) as error:
+            raise _fail(str(error.args[0] if isinstance(error, KeyError) else error)) from None
+    print("\n".join(terminal_safe(line) for line in lines))
+
+
 def config(
     provider: _Provider = None,
     model: _Model = None,
@@ -350,9 +381,10 @@ def config(
 
 
 def register(app: typer.Typer) -> None:
-    """Add ``chat``, ``run``, ``sessions``, ``show`` and ``config`` to the ``turnmemory`` command."""
+    """Add ``chat``, ``run``, ``sessions``, ``show``, ``rewind`` and ``config`` to the ``turnmemory`` command."""
     app.command("chat")(chat)
     app.command("run")(run)
     app.command("sessions")(sessions)
     app.command("show")(show)
+    app.command("rewind")(rewind)
     app.command("config")(config)
