@@ -18,6 +18,7 @@ from typing import Any
 import pexpect
 
 from turnmemory.agent.config import AgentConfig
+from turnmemory.agent.permissions import Access, Permissions, dangerous_reason, parse_rules
 from turnmemory.llm import Client, Event, RetryPolicy, open_client
 from turnmemory.memory import Message
 from turnmemory.testing import FakeProviderServer, Reply, ToolCall
@@ -183,6 +184,21 @@ def tamper(url: str, statement: str, params: tuple[Any, ...] = ()) -> int:
     with psycopg.connect(url, autocommit=True) as db:
         tables = {"sessions": "turnmemory_sessions", "events": "turnmemory_events"}
         return db.execute(sql.format(**tables), params).rowcount
+
+
+# -- bash rules -----------------------------------------------------------------------------------
+
+HERE = os.path.realpath(Path(__file__).parent)
+"""A real directory to decide bash scripts in: it holds no Makefile, package.json or option-named file."""
+
+
+def decide(command: str, *rules: str, workspace: str = HERE, escalated: bool = False) -> tuple[bool, str]:
+    """Whether the rules (``bash:git *`` when none) grant the bash script headless, and the reason."""
+    access = Access(
+        "bash", command, dangerous=dangerous_reason(command), escalation="x" if escalated else None
+    )
+    decision = Permissions(workspace, parse_rules(rules or ("bash:git *",))).decide(access)
+    return decision.allowed, decision.reason
 
 
 _SCREENS = itertools.count()

@@ -372,7 +372,7 @@ def config(
         raise _fail(f"{error} (config file: {path}, from {source})") from None
     described = describe_config(settings, flags=flags, env=env, config_path=path, config_source=source)
     if output == "json":
-        print(terminal_json({s.name: {"value": s.value, "source": s.source} for s in described}))
+        print(terminal_json({s.name: {"value": s.plain, "source": s.source} for s in described}))
         return
     width = max(80, shutil.get_terminal_size((80, 24)).columns) if sys.stdout.isatty() else 80
     print("\n".join(terminal_safe(line) for line in render_settings(described, width)))
