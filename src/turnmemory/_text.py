@@ -22,6 +22,7 @@ __all__ = [
     "is_unicode",
     "one_line",
     "redact_prefix",
+    "terminal_json",
     "terminal_safe",
 ]
 
@@ -36,8 +37,11 @@ _CONTROL = re.compile(r"[\x00-\x08\x0b\x0e-\x1f\x7f-\x9f]")
 _WORD = re.compile(r"\S*")
 # What a terminal acts on instead of printing: C0 (but tab and newline), DEL, C1 (U+0080-U+009F, where
 # U+009B is a one-character CSI), the bidirectional overrides and isolates that reorder what is shown,
-# and lone surrogates (which no terminal can be sent).
-_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
+# and lone surrogates (which no terminal can be sent). On a single line, tab and newline too.
+_ACTS = "\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\ud800-\udfff"
+_UNSAFE = re.compile(f"[\x00-\x08\x0b-\x1f{_ACTS}]")
+_UNSAFE_LINE = re.compile(f"[\x00-\x1f{_ACTS}]")
+_NAMED = {"\t": "\\t", "\n": "\\n", "\r": "\\r"}
 
 
 def is_unicode(text: str) -> bool:
@@ -49,22 +53,37 @@ def is_unicode(text: str) -> bool:
     return True
 
 
-def terminal_safe(text: str) -> str:
+def terminal_safe(text: str, *, multiline: bool = True) -> str:
     """``text`` made safe to print: every character a terminal would act on is shown as a visible escape.
 
     Escape sequences (ESC, and the C1 CSI U+009B), carriage returns, backspaces, bells and the bidi
-    controls become ``\\x1b``-style text, so a hostile model, tool or repository cannot retitle the
-    window, write the clipboard, hide or reorder text, or clear the screen. Tabs, newlines and every
-    printable character (any script, emoji) are kept as they are.
+    controls become ``\\x1b``-style text (``\\r`` for a carriage return), so a hostile model, tool or
+    repository cannot retitle the window, write the clipboard, hide or reorder text, or clear the
+    screen. Every printable character (any script, emoji) is kept as it is, and so are tabs and
+    newlines unless ``multiline`` is false (a label, a prompt: then they show as ``\\t`` and ``\\n``).
+    The result is unchanged by a second pass, and each character is escaped on its own, so text
+    streamed in chunks may be made safe chunk by chunk.
     """
-    if _UNSAFE.search(text) is None:
+    unsafe = _UNSAFE if multiline else _UNSAFE_LINE
+    if unsafe.search(text) is None:
         return text
-    return _UNSAFE.sub(_escape, text)
+    return unsafe.sub(_escape, text)
+
+
+def terminal_json(value: Any, *, indent: int | None = None) -> str:
+    """``value`` as JSON that is safe to print: ``json.dumps`` with ``ensure_ascii=False``, then every
+    character a terminal would act on (C1, DEL, the bidi controls, lone surrogates) written as a
+    ``\\uXXXX`` escape. The JSON value is the same; ordinary Unicode stays readable."""
+    dumped = json.dumps(value, ensure_ascii=False, indent=indent)
+    if _UNSAFE.search(dumped) is None:
+        return dumped
+    return _UNSAFE.sub(lambda match: f"\\u{ord(match.group()):04x}", dumped)
 
 
 def _escape(match: re.Match[str]) -> str:
-    code = ord(match.group())
-    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+    char = match.group()
+    code = ord(char)
+    return _NAMED.get(char) or (f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}")
 
 
 def cut_utf8(text: str, limit: int) -> str:

@@ -59,10 +59,11 @@ def _version() -> str:
 
 
 _AREAS: dict[str, tuple[str, ...]] = {
+    "turnmemory.agent.command": ("chat", "run", "sessions", "show", "rewind", "config"),
     "turnmemory.analysis.command": ("analyze",),
-    "turnmemory.agent.command": ("config", "run", "chat", "sessions", "show", "rewind"),
 }
-"""Each area's module and the subcommands its ``register(app)`` adds, in the order help lists them."""
+"""Each area's module and the subcommands its ``register(app)`` adds, in the order help lists them:
+the agent first, in the order a user meets them, then the analysis."""
 
 
 def _registrars(args: list[str]) -> list:  # type: ignore[type-arg]

@@ -1,17 +1,21 @@
 """Helpers shared by the agent tests: the recording view, fast clients, provider lists, body normalization,
-and the three-turn scenario (its files, script and private strings)."""
+the three-turn scenario (its files, script and private strings), and ``chat`` in a pseudo-terminal."""
 
 from __future__ import annotations
 
 import contextlib
 import importlib
+import itertools
 import json
 import os
 import re
 import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+import pexpect
 
 from turnmemory.agent.config import AgentConfig
 from turnmemory.agent.permissions import Access, Permissions, dangerous_reason, parse_rules
@@ -195,3 +199,57 @@ def decide(command: str, *rules: str, workspace: str = HERE, escalated: bool = F
     )
     decision = Permissions(workspace, parse_rules(rules or ("bash:git *",))).decide(access)
     return decision.allowed, decision.reason
+
+
+_SCREENS = itertools.count()
+
+
+def chat_env(data_dir: Path, tmp_path: Path, *, colour: bool = False, **extra: str) -> dict[str, str]:
+    """The environment of a ``turnmemory chat`` under test: this process's, without ``TURNMEMORY_*``,
+    with an isolated data and config directory, test keys, an xterm that answers no cursor-position
+    request, ``NO_COLOR`` unless ``colour``, and ``extra``."""
+    env = {key: value for key, value in os.environ.items() if not key.startswith("TURNMEMORY_")}
+    env.pop("NO_COLOR", None)
+    env.update(
+        TURNMEMORY_DATA_DIR=str(data_dir),
+        XDG_CONFIG_HOME=str(tmp_path / "config"),
+        ANTHROPIC_API_KEY="test-key",
+        OPENAI_API_KEY="test-key",
+        TERM="xterm-256color",
+        PROMPT_TOOLKIT_NO_CPR="1",
+        **({} if colour else {"NO_COLOR": "1"}),
+        **extra,
+    )
+    return env
+
+
+def spawn_chat(
+    server: FakeProviderServer,
+    workspace: Path,
+    data_dir: Path,
+    tmp_path: Path,
+    *args: str,
+    provider: str | None = None,
+    colour: bool = False,
+    binary: bool = False,
+    dimensions: tuple[int, int] = (40, 80),
+    **env: str,
+) -> pexpect.spawn:
+    """``turnmemory chat`` against ``server`` in a pseudo-terminal (40 x 80 unless ``dimensions``), with
+    the default provider (Anthropic) unless ``provider``, reading text (bytes when ``binary``); what it
+    draws is also written to a ``screen-N.txt`` file in ``tmp_path``, named by
+    ``child.logfile_read.name``."""
+    chosen = ["--provider", provider] if provider else []
+    url = server.base_url(provider or "anthropic")
+    child = pexpect.spawn(
+        sys.executable,
+        ["-m", "turnmemory.cli", "chat", *chosen, "--base-url", url, *args],
+        cwd=str(workspace),
+        env=chat_env(data_dir, tmp_path, colour=colour, **env),
+        encoding=None if binary else "utf-8",
+        timeout=30,
+        dimensions=dimensions,
+    )
+    log = tmp_path / f"screen-{next(_SCREENS)}.txt"
+    child.logfile_read = log.open("wb") if binary else log.open("w", encoding="utf-8")
+    return child

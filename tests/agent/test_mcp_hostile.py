@@ -258,7 +258,7 @@ def test_a_hostile_catalogue_is_bounded_said_once_and_cannot_shadow_a_builtin(
     assert [tool["description"] for tool in declared] == [READ_FILE.description]
 
     assert RAW_C1 not in ran.screen
-    assert "names.csi\\x9b31mred" in ran.text
+    assert "names.csi31mred" in ran.text, "the C1 control is dropped from the retained name"
     assert len(notices(ran, "MCP server 'many' offers 10000 tools; the system prompt lists")) == 1
     assert notices(ran, "MCP server 'names': 2 tools left out") != []
     assert len(notices(ran, "MCP server 'names'")) == 1
@@ -288,7 +288,7 @@ def test_server_stderr_is_a_bounded_tail_in_memory_and_a_failed_start_is_said_on
 
     failed = notices(ran, "MCP server 'broken' failed to start: the server exited during start-up (stderr: ")
     assert len(failed) == 1, ran.text
-    assert failed[0].endswith("fatal: \\x9b31mcannot start)")
+    assert failed[0].endswith("fatal: 31mcannot start)"), "the C1 control is dropped from the stderr tail"
     assert RAW_C1 not in ran.screen
     assert "broken.t -> error: MCP server 'broken' failed to start" in ran.text, "the retry is a tool line"
     assert "failed to start" in results(server.requests[2].body)[-1]
@@ -453,4 +453,4 @@ def test_the_repl_says_at_start_up_once_that_a_server_failed(
     assert RAW_C1 not in screen.getvalue()
     text = screen.getvalue().decode("utf-8", errors="replace")
     assert text.count("MCP server 'broken' failed to start") == 1, text
-    assert "fatal:\\x9b31mcannotstart)" in "".join(text.split())
+    assert "fatal:31mcannotstart)" in "".join(text.split())

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import io
 import os
-import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -17,7 +16,7 @@ from prompt_toolkit.document import Document
 from prompt_toolkit.input import DummyInput
 from prompt_toolkit.output import DummyOutput
 from rich.console import Console
-from tests.agent._support import body_text
+from tests.agent._support import body_text, spawn_chat
 
 from turnmemory.agent.loop import Agent
 from turnmemory.agent.repl import Repl, ReplCompleter, ReplView
@@ -29,35 +28,16 @@ PROMPT = "›"
 
 
 def _spawn(server: FakeProviderServer, workspace: Path, data_dir: Path, tmp_path: Path) -> pexpect.spawn:
-    env = {key: value for key, value in os.environ.items() if not key.startswith("TURNMEMORY_")}
-    env.update(
-        TURNMEMORY_DATA_DIR=str(data_dir),
-        XDG_CONFIG_HOME=str(tmp_path / "config"),
-        OPENAI_API_KEY="test-key",
-        TERM="xterm-256color",
-        NO_COLOR="1",
-        PROMPT_TOOLKIT_NO_CPR="1",
-        TURNMEMORY_SANDBOX="off",  # bash is asked about, and its pid is the host's
-    )
-    child = pexpect.spawn(
-        sys.executable,
-        [
-            "-m",
-            "turnmemory.cli",
-            "chat",
-            "--provider",
-            "openai_chat",
-            "--base-url",
-            server.base_url("openai_chat"),
-        ],
-        cwd=str(workspace),
-        env=env,
-        encoding="utf-8",
-        timeout=30,
+    # bash is asked about with the sandbox off, and its pid is the host's
+    return spawn_chat(
+        server,
+        workspace,
+        data_dir,
+        tmp_path,
+        provider="openai_chat",
         dimensions=(50, 120),
+        TURNMEMORY_SANDBOX="off",
     )
-    child.logfile_read = open(tmp_path / "screen.txt", "w", encoding="utf-8")  # noqa: SIM115 - closed with the child
-    return child
 
 
 def test_a_turn_with_a_diff_a_permission_prompt_an_interrupt_and_recovery(

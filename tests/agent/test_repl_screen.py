@@ -5,22 +5,23 @@ from __future__ import annotations
 
 import io
 import os
-import sys
 from collections.abc import Callable
 from pathlib import Path
 
 import pexpect
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from prompt_toolkit import PromptSession
 from prompt_toolkit.input import DummyInput
 from prompt_toolkit.output import DummyOutput
 from rich.console import Console
-from tests.agent._support import body_text
+from tests.agent._support import body_text, spawn_chat
 
 from turnmemory.agent._attach import MAX_FILE_BYTES, attach_mentions, mentions
 from turnmemory.agent.loop import Agent
 from turnmemory.agent.permissions import Access, Answer, Permissions, parse_rules
-from turnmemory.agent.repl import DIFF_LINES, Repl, ReplView, turn_cost
+from turnmemory.agent.repl import DIFF_LINES, Repl, ReplView, _markdown, _settled_prose, turn_cost
 from turnmemory.agent.store import SqliteStore
 from turnmemory.llm import Event, Usage
 from turnmemory.testing import FakeProviderServer, Reply, ToolCall
@@ -65,6 +66,64 @@ def test_a_retry_says_text_was_discarded_only_when_some_was_streamed(streamed: b
     out = screen.getvalue()
     assert "retrying (attempt 2): overloaded" in out
     assert ("discarded" in out) == streamed
+
+
+_MARKDOWN_LINES = st.lists(
+    st.sampled_from(
+        [
+            "",
+            "",
+            "A paragraph line.",
+            "more words",
+            "```",
+            "    indented code",
+            "- an item",
+            "* another",
+            "1. first",
+            "2) second",
+            "# A heading",
+            "> quoted",
+            "| a | b |",
+            "|---|---|",
+            "  continued",
+            "---",
+        ]
+    ),
+    max_size=24,
+)
+_PROSE = st.tuples(_MARKDOWN_LINES, st.booleans()).map(lambda t: "\n".join(t[0]) + ("\n" if t[1] else ""))
+
+
+@settings(max_examples=300, deadline=None)
+@given(_PROSE, st.data())
+def test_streamed_prose_settles_only_whole_blocks_and_never_less(prose: str, data: st.DataObject) -> None:
+    cut = _settled_prose(prose)
+    head, rest = prose[:cut], prose[cut:]
+    if cut:
+        assert head.endswith("\n") and not head.split("\n")[-2].strip(), "a block ends at a blank line"
+        assert rest[:1].strip() and not rest.startswith((" ", "- ", "* ", "1. ", "2) ")), "a new block starts"
+        assert sum(line == "```" for line in head.split("\n")) % 2 == 0, "never inside a code fence"
+    prefix = data.draw(st.integers(0, len(prose)))
+    assert _settled_prose(prose[:prefix]) <= cut, "more prose never settles less"
+
+
+@settings(max_examples=60, deadline=None)
+@given(_PROSE, st.lists(st.integers(1, 12), min_size=1, max_size=30))
+def test_prose_streamed_in_chunks_shows_what_the_whole_prose_shows(prose: str, sizes: list[int]) -> None:
+    def console(file: io.StringIO) -> Console:
+        return Console(file=file, width=80, force_terminal=False, color_system="truecolor")
+
+    screen = io.StringIO()
+    view = ReplView(console(screen), "/ws")
+    offset = 0
+    for size in sizes * (len(prose) // sum(sizes) + 1):
+        if offset < len(prose):
+            view.event(Event("text", text=prose[offset : offset + size]), None)
+        offset += size
+    view.end_prose()
+    whole = io.StringIO()
+    console(whole).print(_markdown(prose))
+    assert screen.getvalue().split() == whole.getvalue().split(), "the same words in the same styles"
 
 
 @pytest.mark.parametrize("length", [5, DIFF_LINES, DIFF_LINES + 1, 300])
@@ -254,31 +313,6 @@ def test_an_attachment_goes_to_the_request_not_to_the_session(
 # -- a real terminal ---------------------------------------------------------------------------------
 
 
-def _chat(
-    server: FakeProviderServer, workspace: Path, data_dir: Path, tmp_path: Path, *extra: str
-) -> pexpect.spawn:
-    env = {key: value for key, value in os.environ.items() if not key.startswith("TURNMEMORY_")}
-    env.update(
-        TURNMEMORY_DATA_DIR=str(data_dir),
-        XDG_CONFIG_HOME=str(tmp_path / "config"),
-        ANTHROPIC_API_KEY="test-key",
-        TERM="xterm-256color",
-        NO_COLOR="1",
-        PROMPT_TOOLKIT_NO_CPR="1",
-    )
-    child = pexpect.spawn(
-        sys.executable,
-        ["-m", "turnmemory.cli", "chat", "--base-url", server.base_url("anthropic"), *extra],
-        cwd=str(workspace),
-        env=env,
-        encoding="utf-8",
-        timeout=30,
-        dimensions=(40, 80),
-    )
-    child.logfile_read = open(tmp_path / f"screen{len(extra)}.txt", "w", encoding="utf-8")  # noqa: SIM115
-    return child
-
-
 def test_in_a_terminal_reasoning_attachments_context_and_resume(
     server: FakeProviderServer, workspace: Path, data_dir: Path, tmp_path: Path
 ) -> None:
@@ -287,7 +321,7 @@ def test_in_a_terminal_reasoning_attachments_context_and_resume(
         Reply(reasoning="first I consider the notes carefully", text="The notes are **short**."),
         Reply(text="Still here."),
     )
-    child = _chat(server, workspace, data_dir, tmp_path)
+    child = spawn_chat(server, workspace, data_dir, tmp_path)
     try:
         child.expect_exact("›")
         child.sendline("read @notes.md")
@@ -305,7 +339,7 @@ def test_in_a_terminal_reasoning_attachments_context_and_resume(
     finally:
         child.close(force=True)
     assert "attached words" in body_text(server.requests[0].body)
-    resumed = _chat(server, workspace, data_dir, tmp_path, "--resume")
+    resumed = spawn_chat(server, workspace, data_dir, tmp_path, "--resume")
     try:
         resumed.expect_exact("› read @notes.md")
         resumed.expect(r"The notes are \S*short")

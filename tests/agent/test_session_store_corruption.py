@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shlex
 import signal
 import sqlite3
 import subprocess
@@ -16,6 +17,7 @@ import sys
 import time
 from pathlib import Path
 
+import pexpect
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -288,12 +290,21 @@ def test_a_session_has_one_writer_and_a_killed_writer_lets_go(
             assert time.monotonic() < deadline and holder.poll() is None, "the holder never ran its command"
             time.sleep(0.05)
         assert "> start" in cli("show", session[:8]).stdout, "reading a session in use is fine"
+        chat, status = pexpect.run(  # chat needs a terminal
+            shlex.join([sys.executable, "-m", "turnmemory.cli", "chat", "--resume", session[:8]]),
+            cwd=str(workspace),
+            env={**cli.env, "TURNMEMORY_STORE": store_url, **elsewhere},  # type: ignore[attr-defined]
+            withexitstatus=True,
+            encoding="utf-8",
+            timeout=60,
+        )
+        assert status == 2
         for refused in (
-            _run(cli, server, "--continue", "meanwhile", expect=2, extra_env=elsewhere),
-            _run(cli, server, "--session", session[:8], "meanwhile", expect=2, extra_env=elsewhere),
-            cli("chat", "--resume", session[:8], expect=2, extra_env=elsewhere),
+            _run(cli, server, "--continue", "meanwhile", expect=2, extra_env=elsewhere).stderr,
+            _run(cli, server, "--session", session[:8], "meanwhile", expect=2, extra_env=elsewhere).stderr,
+            chat.replace("\r\n", "\n"),
         ):
-            assert refused.stderr == (
+            assert refused == (
                 f"turnmemory: session {session[:8]} is in use by another turnmemory process (pid {holder.pid}): "
                 "wait for it to finish, or start a new session\n"
             )

@@ -2,7 +2,9 @@
 
 Only regular text files are read, each up to :data:`MAX_FILE_BYTES` (and all of them up to
 :data:`MAX_TOTAL_BYTES`); a file outside the workspace is read only when the read permission grants
-it (asked, or by a rule). Mentions that name no file are left as the words they are.
+it (asked, or by a rule). Each attached file is confirmed with its size; a mention that looks like a
+path (``@notes.txt``, ``@src/x``) but names no file says so; other mentions (``@someone``) are left
+as the words they are.
 """
 
 from __future__ import annotations
@@ -39,7 +41,8 @@ def mentions(text: str) -> list[str]:
 
 
 def attach_mentions(text: str, session: _Session) -> tuple[str, list[str]]:
-    """The attachment text for the files ``text`` mentions, and one note per file not (wholly) attached."""
+    """The attachment text for the files ``text`` mentions, and one note per file: attached (its size),
+    cut, or not attached and why."""
     blocks: list[str] = []
     notes: list[str] = []
     room = MAX_TOTAL_BYTES
@@ -47,8 +50,10 @@ def attach_mentions(text: str, session: _Session) -> tuple[str, list[str]]:
         real, inside = resolve_path(raw, session.workspace)
         try:
             mode = os.stat(real).st_mode
-        except OSError:
-            continue  # not a file name: an @handle, an email, a decorator
+        except OSError as error:
+            if "/" in raw or "." in raw:  # else an @handle or a decorator, not a file name
+                notes.append(f"@{raw} not attached: {error.strerror or error}")
+            continue
         if stat.S_ISDIR(mode):
             notes.append(f"@{raw} is a directory: not attached")
             continue
@@ -56,23 +61,24 @@ def attach_mentions(text: str, session: _Session) -> tuple[str, list[str]]:
             notes.append(f"@{raw} is not a regular file: not attached")
             continue
         if not inside:
-            decision = session.permissions.decide(Access("read", real, outside=True))
+            decision = session.permissions.decide(Access("read", real, outside=True, attachment=True))
             if not decision.allowed:
-                notes.append(f"@{raw} not attached: {decision.reason}")
+                notes.append(
+                    f"@{raw} not attached: {'denied' if decision.how == 'deny' else decision.reason}"
+                )
                 continue
         if room <= 0:
             notes.append(f"@{raw} not attached: the attachments reached {MAX_TOTAL_BYTES:,} bytes")
             continue
         block, note = _read(raw, real, min(MAX_FILE_BYTES, room))
-        if note:
-            notes.append(note)
         if block:
             blocks.append(block)
             room -= len(block.encode())
+        notes.append(note)
     return "\n\n".join(blocks), notes
 
 
-def _read(raw: str, real: str, limit: int) -> tuple[str, str | None]:
+def _read(raw: str, real: str, limit: int) -> tuple[str, str]:
     try:
         with open_regular(real, f"@{raw}") as handle:
             data = handle.read(limit + 1)
@@ -81,7 +87,7 @@ def _read(raw: str, real: str, limit: int) -> tuple[str, str | None]:
         return "", f"@{raw} not attached: {error}"
     if b"\0" in data[:8192]:
         return "", f"@{raw} looks binary: not attached"
-    note = None
+    note = f"@{raw} attached ({len(data):,} bytes)"
     if len(data) > limit:
         data = data[:limit]
         note = f"@{raw}: attached its first {limit:,} of {size:,} bytes"

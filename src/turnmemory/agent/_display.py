@@ -1,9 +1,10 @@
 """Short labels for tool calls, shared by the headless output, the REPL and ``turnmemory show``.
 
 Labels reuse the retention rules, so what the screen names a call by is the same bounded,
-redacted target the TurnMemory keeps: never file contents, never full arguments. Labels and
-one-line texts are terminal-safe: a model or an MCP server naming a tool with a control character
-(a C1 CSI included) shows it escaped.
+redacted target the TurnMemory keeps: never file contents, never full arguments. Everything here
+returns text safe for a terminal (:func:`turnmemory._text.terminal_safe`): a label, a stored line or
+an error may come from the model, an MCP server, a tool or a tampered session record (a C1 CSI
+included shows escaped).
 """
 
 from __future__ import annotations
@@ -17,15 +18,36 @@ from turnmemory._text import terminal_safe
 from turnmemory.agent.store import LoadedSession
 from turnmemory.retention import bound_text, redact, retain
 
-__all__ = ["one_line", "session_lines", "stored_label", "timestamp", "tool_label", "tool_outcome"]
+__all__ = [
+    "DECISIONS",
+    "live_order",
+    "one_line",
+    "permission_line",
+    "session_lines",
+    "stored_label",
+    "timestamp",
+    "tool_label",
+    "tool_outcome",
+]
+
+DECISIONS: Mapping[str, str] = {
+    "allow_once": "allowed once",
+    "allow_session": "allowed for this session",
+    "allow_rule": "allowed by a rule",
+    "deny": "denied",
+    "refused": "denied without asking (no rule allows it)",
+}
+"""How a recorded permission decision reads on the screen."""
 
 
 def tool_label(name: str, arguments: Mapping[str, Any] | None, workspace: str | None) -> str:
     """``read_file notes.txt``, ``bash make test``, ``time.get_current_time`` (MCP)."""
     activity = retain(0, name, arguments, workspace=workspace)
     if activity.server is not None:
-        return terminal_safe(f"{activity.server}.{activity.tool}")
-    return terminal_safe(f"{activity.tool} {activity.target}" if activity.target else activity.tool)
+        label = f"{activity.server}.{activity.tool}"
+    else:
+        label = f"{activity.tool} {activity.target}" if activity.target else activity.tool
+    return terminal_safe(label, multiline=False)
 
 
 def tool_outcome(output: Any, error: str | None) -> str:
@@ -40,8 +62,8 @@ def tool_outcome(output: Any, error: str | None) -> str:
 
 
 def one_line(text: str, limit: int = 160) -> str:
-    """``text`` on one line, bounded, redacted and terminal-safe."""
-    return terminal_safe(bound_text(text, limit))
+    """``text`` on one line, bounded, redacted and safe for a terminal (controls shown as ``\\x1b``)."""
+    return bound_text(terminal_safe(text), limit)
 
 
 def session_lines(loaded: LoadedSession) -> list[str]:
@@ -54,7 +76,7 @@ def session_lines(loaded: LoadedSession) -> list[str]:
         data = event.data
         if event.kind == "user_message":
             lines.append("")
-            lines.extend("> " + line for line in str(data.get("content", "")).splitlines() or [""])
+            lines.extend("> " + line for line in _lines(data.get("content", "")) or [""])
         elif event.kind == "assistant_turn":
             lines.extend(_turn_lines(data))
         elif event.kind == "pending_drop":
@@ -71,27 +93,53 @@ def session_lines(loaded: LoadedSession) -> list[str]:
             lines.append(
                 f"[compaction: {data.get('turns')} earlier turns {done}, ~{data.get('freed')} tokens freed]"
             )
-    return lines
+    return [terminal_safe(line) for line in lines]
 
 
-def _turn_lines(data: Mapping[str, Any]) -> list[str]:
-    items = [item for item in data.get("transcript", []) if isinstance(item, Mapping)]
+def _lines(text: object) -> list[str]:
+    """``text``'s lines, split only where it breaks lines (a carriage return shows as ``\\r``)."""
+    return terminal_safe(str(text)).splitlines()
+
+
+def live_order(items: list[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """A stored turn's transcript items in the order the live screen showed them: a tool's diffs and
+    permission answers before its tool line (they came while it ran, its line when it ended)."""
     attached: dict[str, list[Mapping[str, Any]]] = {}
     for item in items:
         if item.get("kind") in ("diff", "permission"):
             attached.setdefault(str(item.get("call_id")), []).append(item)
-    lines: list[str] = []
+    ordered: list[Mapping[str, Any]] = []
     for item in items:
+        if item.get("kind") == "tool":
+            ordered.extend(attached.pop(str(item.get("call_id")), []))
+        if item.get("kind") not in ("diff", "permission"):
+            ordered.append(item)
+    for leftovers in attached.values():
+        ordered.extend(leftovers)
+    return ordered
+
+
+def permission_line(item: Mapping[str, Any]) -> str:
+    """A stored permission answer: ``permission edit: /ws/app.py · allowed once``."""
+    decision = str(item.get("decision"))
+    return terminal_safe(
+        redact(f"permission {item.get('summary')} · {DECISIONS.get(decision, decision)}"), multiline=False
+    )
+
+
+def _turn_lines(data: Mapping[str, Any]) -> list[str]:
+    items = [item for item in data.get("transcript", []) if isinstance(item, Mapping)]
+    lines: list[str] = []
+    for item in live_order(items):
         kind = item.get("kind")
         if kind == "text":
-            lines.extend(str(item.get("text", "")).splitlines())
+            lines.extend(_lines(item.get("text", "")))
         elif kind == "tool":
-            for extra in attached.pop(str(item.get("call_id")), []):
-                lines.extend(_attached_lines(extra))
             lines.append("  " + _tool_line(item))
-    for leftovers in attached.values():
-        for extra in leftovers:
-            lines.extend(_attached_lines(extra))
+        elif kind == "permission":
+            lines.append("  " + permission_line(item))
+        elif kind == "diff":
+            lines.extend("  | " + line for line in _lines(redact(str(item.get("diff", "")))))
     status = data.get("status")
     if status != "done":
         lines.append(f"[turn {status}: {one_line(str(data.get('error') or data.get('reason') or ''))}]")
@@ -107,7 +155,7 @@ def stored_label(item: Mapping[str, Any]) -> str:
     label = f"{item['server']}.{item.get('tool')}" if item.get("server") else str(item.get("name", "?"))
     if item.get("target"):
         label += f" {item['target']}"
-    return terminal_safe(redact(label))  # a record written by an older version, or edited by hand
+    return terminal_safe(redact(label), multiline=False)  # a record written by an older version, or by hand
 
 
 def _tool_line(item: Mapping[str, Any]) -> str:
@@ -121,12 +169,6 @@ def _tool_line(item: Mapping[str, Any]) -> str:
         status = "ok"
     took = f" ({item['duration']:.1f}s)" if isinstance(item.get("duration"), int | float) else ""
     return f"{label} -> {status}{took}"
-
-
-def _attached_lines(item: Mapping[str, Any]) -> list[str]:
-    if item.get("kind") == "permission":
-        return [redact(f"  permission {item.get('decision')}: {item.get('summary')}")]
-    return ["  | " + line for line in redact(str(item.get("diff", ""))).splitlines()]
 
 
 def timestamp(seconds: float) -> str:

@@ -30,7 +30,7 @@ def _continued(config: AgentConfig, loaded: LoadedSession, view: View) -> AgentC
 
 def pick_session(store: SessionStore, workspace: str, session: str | None, latest: bool) -> str | None:
     """The session to resume: ``session`` (an id or unique prefix), the workspace's latest, or none."""
-    if session:
+    if session is not None:  # an empty id is refused, as show refuses it
         try:
             return store.resolve(session)
         except KeyError as error:

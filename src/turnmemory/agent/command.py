@@ -1,8 +1,11 @@
-"""The agent's subcommands: ``run`` (headless), ``chat`` (the REPL), ``sessions``, ``show`` and ``rewind``."""
+"""The agent's subcommands: ``run`` (headless), ``chat`` (the REPL), ``sessions``, ``show`` and ``rewind``.
+
+Whatever they print that a model, a tool, a repository or a stored session may have written is made
+safe for a terminal first (:func:`turnmemory._text.terminal_safe`, and ``terminal_json`` for JSON).
+"""
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import sys
@@ -11,7 +14,7 @@ from typing import Annotated
 
 import typer
 
-from turnmemory._text import terminal_safe
+from turnmemory._text import terminal_json, terminal_safe
 from turnmemory.agent._display import session_lines, timestamp
 from turnmemory.agent.config import ConfigError, load_config, store_url
 from turnmemory.agent.headless import OutputFormat, RunRequest, run_headless
@@ -65,8 +68,12 @@ _Deadline = Annotated[
 
 
 def _fail(message: str) -> typer.Exit:
-    print(f"turnmemory: {message}", file=sys.stderr)
+    _warn(message)
     return typer.Exit(2)
+
+
+def _warn(message: str) -> None:
+    print(f"turnmemory: {terminal_safe(message, multiline=False)}", file=sys.stderr)
 
 
 def _open_store() -> SessionStore:
@@ -76,7 +83,7 @@ def _open_store() -> SessionStore:
     except (ConfigError, SessionStoreError) as error:
         raise _fail(str(error)) from None
     for notice in store.notices:
-        print(f"turnmemory: {notice}", file=sys.stderr)
+        _warn(notice)
     return store
 
 
@@ -106,12 +113,14 @@ def run(
     """Run one turn headless, for scripts.
 
     Prose goes to stdout, one line per tool to stderr, then the session id. Nothing waits for input:
-    what no --allow rule grants is denied. Exit status: 0 done, 1 incomplete, failed or cut at the
-    output limit, 2 bad usage or configuration.
+    reads in the workspace and bash commands the sandbox contains run; anything that would ask in
+    chat (writes, edits, commands outside the sandbox or with it off, dangerous commands, web, reads
+    outside the workspace, MCP) is denied unless an --allow rule grants it. Exit status: 0 done, 1
+    incomplete, failed or cut at the output limit, 2 bad usage or configuration.
     """
     if output not in ("text", "json"):
         raise _fail(f"--format: expected text or json, got {output!r}")
-    if session and continue_:
+    if session is not None and continue_:
         raise _fail("--session and --continue exclude each other")
     text = sys.stdin.read() if prompt == "-" else prompt
     if not text.strip():
@@ -148,10 +157,13 @@ def run(
 def chat(
     session_id: Annotated[
         str | None,
-        typer.Argument(metavar="[ID]", help="With --resume: the session to resume (id or prefix)."),
+        typer.Argument(metavar="ID", help="With --resume: the session to resume (id or prefix)."),
     ] = None,
     resume: Annotated[
         bool, typer.Option("--resume", help="Resume session ID, or without ID the workspace's latest.")
+    ] = False,
+    continue_: Annotated[
+        bool, typer.Option("--continue", help="Continue the workspace's latest session.")
     ] = False,
     provider: _Provider = None,
     model: _Model = None,
@@ -165,10 +177,15 @@ def chat(
 ) -> None:
     """Chat with the agent in the terminal.
 
-    turnmemory chat --resume continues the workspace's latest session, --resume ID a given one.
+    turnmemory chat --continue (or --resume) continues the workspace's latest session, --resume ID a
+    given one. chat needs a terminal; for a prompt from a pipe or a file use turnmemory run -.
     """
     from turnmemory.agent.repl import run_chat
 
+    if session_id is not None and continue_:
+        raise _fail(
+            f"--continue takes no ID; to resume session {session_id!r} use: turnmemory chat --resume ID"
+        )
     if session_id is not None and not resume:
         raise _fail(f"to resume session {session_id!r} use: turnmemory chat --resume {session_id}")
     try:
@@ -182,11 +199,13 @@ def chat(
             timeout=timeout,
             deadline=deadline,
         )
+        if not (sys.stdin.isatty() and sys.stdout.isatty()):  # after the errors in the arguments
+            raise _fail("chat needs a terminal; to run a prompt from a pipe or a file use: turnmemory run -")
         status = run_chat(
             settings,
             workspace=_workspace(workspace),
             session=session_id,
-            latest=resume and session_id is None,
+            latest=(resume or continue_) and session_id is None,
             session_model=provider is None and model is None,
         )
     except (ConfigError, SessionStoreError) as error:
@@ -231,18 +250,18 @@ def sessions(
             }
             for s in found
         ]
-        print(json.dumps(rows, ensure_ascii=False))
+        print(terminal_json(rows))
         return
     if not found:
         print("no sessions" if show_all else "no sessions with a completed turn (--all lists every session)")
         return
     width = max(80, shutil.get_terminal_size((80, 24)).columns) if sys.stdout.isatty() else 80
-    places = [terminal_safe(_home_relative(s.workspace)) for s in found]
+    places = [terminal_safe(_home_relative(s.workspace), multiline=False) for s in found]
     place_width = min(28, max(len("WORKSPACE"), *(len(place) for place in places)))
     room = width - 10 - 18 - 5 - 2 - place_width - 2
     print(f"{'ID':<10}{'STARTED':<18}{'TURNS':>5}  {'WORKSPACE':<{place_width}}  LAST PROMPT")
     for s, place in zip(found, places, strict=True):
-        prompt = terminal_safe(" ".join((s.last_prompt or "").split()))
+        prompt = terminal_safe(" ".join((s.last_prompt or "").split()), multiline=False)
         print(
             f"{s.id[:8]:<10}{timestamp(s.created_at):<18}{s.turns:>5}  "
             f"{_cut_middle(place, place_width):<{place_width}}  {_cut_end(prompt, room)}"
@@ -277,16 +296,11 @@ def show(
             raise _fail(str(error.args[0])) from None
     if output == "json":
         events = [{"seq": e.seq, "kind": e.kind, "created_at": e.created_at, **e.data} for e in loaded.events]
-        print(
-            json.dumps(
-                {"id": loaded.info.id, "workspace": loaded.info.workspace, "events": events},
-                ensure_ascii=False,
-            )
-        )
+        print(terminal_json({"id": loaded.info.id, "workspace": loaded.info.workspace, "events": events}))
         return
     for problem in loaded.problems:
-        print(f"turnmemory: {terminal_safe(problem)}", file=sys.stderr)
-    print(terminal_safe("\n".join(session_lines(loaded))))
+        _warn(problem)
+    print("\n".join(session_lines(loaded)))
 
 
 def rewind(
@@ -358,23 +372,19 @@ def config(
         raise _fail(f"{error} (config file: {path}, from {source})") from None
     described = describe_config(settings, flags=flags, env=env, config_path=path, config_source=source)
     if output == "json":
-        print(
-            json.dumps(
-                {s.name: {"value": s.plain, "source": s.source} for s in described}, ensure_ascii=False
-            )
-        )
+        print(terminal_json({s.name: {"value": s.plain, "source": s.source} for s in described}))
         return
     width = max(80, shutil.get_terminal_size((80, 24)).columns) if sys.stdout.isatty() else 80
-    print("\n".join(render_settings(described, width)))
+    print("\n".join(terminal_safe(line) for line in render_settings(described, width)))
     if settings.api_key == MISSING_KEY:
         raise typer.Exit(1)
 
 
 def register(app: typer.Typer) -> None:
-    """Add ``run``, ``chat``, ``sessions``, ``show``, ``rewind`` and ``config`` to the ``turnmemory`` command."""
-    app.command("config")(config)
-    app.command("run")(run)
+    """Add ``chat``, ``run``, ``sessions``, ``show``, ``rewind`` and ``config`` to the ``turnmemory`` command."""
     app.command("chat")(chat)
+    app.command("run")(run)
     app.command("sessions")(sessions)
     app.command("show")(show)
     app.command("rewind")(rewind)
+    app.command("config")(config)

@@ -53,6 +53,7 @@ AWS credential chain and ``AWS_REGION`` / ``AWS_DEFAULT_REGION``. Every problem 
 from __future__ import annotations
 
 import os
+import re
 import tomllib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -74,6 +75,7 @@ __all__ = [
     "AgentConfig",
     "ConfigError",
     "default_config_path",
+    "key_hint",
     "load_config",
     "store_url",
 ]
@@ -490,3 +492,31 @@ def _string(table: Mapping[str, Any], key: str, where: str) -> str | None:
     if not isinstance(value, str) or not value.strip():
         raise ConfigError(f"{where}: {key} must be a non-empty string")
     return value.strip()
+
+
+_REJECTED = re.compile(
+    r"^HTTP 40[13]\b|authentication_error|invalid_api_key|incorrect api key|invalid x-api-key"
+    r"|api key not valid|api_key_invalid|unauthenticated|UnrecognizedClient|InvalidSignature"
+    r"|security token included in the request is invalid|ExpiredToken",
+    re.IGNORECASE,
+)
+"""What the providers say when they refuse the credentials (a status, an error type, a message)."""
+
+
+def key_hint(config: AgentConfig, error: str, env: Mapping[str, str] | None = None) -> str | None:
+    """For a provider error that refuses the credentials (a 401, a 403, a bad key), one line saying
+    where the key in use came from and where to set it; ``None`` for any other error. Never the key."""
+    if not _REJECTED.search(error):
+        return None
+    env = os.environ if env is None else env
+    provider = config.provider
+    if provider == "bedrock":
+        return "AWS refused the credentials: check $AWS_ACCESS_KEY_ID and $AWS_SECRET_ACCESS_KEY, or $AWS_PROFILE"
+    variables = KEY_VARIABLES[provider]
+    file = f"[providers.{provider}] api_key in {config.path or default_config_path()}"
+    used = next((name for name in variables if env.get(name) and env[name] == config.api_key), None)
+    if used is not None:
+        return f"the key in use comes from ${used}: check it (it takes precedence over {file})"
+    if config.api_key == _KEYLESS_PLACEHOLDER:
+        return f"no key is set for {provider}: set ${variables[0]} or {file}"
+    return f"the key in use comes from {file}: check it, or set ${variables[0]}"

@@ -9,25 +9,29 @@ prints one object on stdout at the end::
      "segments": [{"type": "text", "text": "..."}, {"type": "tool", "tool": "read_file", ...}, ...]}
 
 ``text`` is the turn's flattened prose exactly; ``segments`` is the same turn in order, prose and the
-tools between it (each tool as its TurnMemory record). ``status`` is ``done``, ``max_tokens`` (the
+tools between it (each tool as its TurnMemory record). Nothing the model or a tool wrote reaches the
+terminal raw: text mode shows escape sequences and other controls as visible ``\\x1b``-style text, and
+JSON writes them as ``\\u`` escapes (the same JSON value). ``status`` is ``done``, ``max_tokens`` (the
 reply was cut at the model's output limit), ``incomplete`` or ``error``.
 
-Nothing waits for input: a permission no ``--allow`` rule grants is denied with a reason the model
-sees. The exit status is 0 when the turn is done, 1 when it is incomplete, interrupted, failed or cut
-at the output limit (with the reason in one line on stderr), 2 for bad usage or configuration.
+Nothing waits for input: reads in the workspace and commands the sandbox contains run; what would
+ask in the REPL is denied, with a reason the model sees, unless an ``--allow`` rule grants it. The
+exit status is 0 when the turn is done, 1 when it is incomplete, interrupted, failed or cut at the
+output limit (with the reason in one line on stderr, and for a refused key where it came from), 2 for
+bad usage or configuration.
 """
 
 from __future__ import annotations
 
-import json
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, TextIO
 
+from turnmemory._text import terminal_json, terminal_safe
 from turnmemory.agent._display import one_line, tool_label, tool_outcome
 from turnmemory.agent._runtime import open_agent
-from turnmemory.agent.config import AgentConfig
+from turnmemory.agent.config import AgentConfig, key_hint
 from turnmemory.agent.loop import TurnOutcome
 from turnmemory.llm import Event
 from turnmemory.memory import Message
@@ -52,7 +56,7 @@ class HeadlessView:
     def event(self, event: Event, elapsed: float | None) -> None:
         """Show one event."""
         if event.kind == "text" and self.stream_prose:
-            self.out.write(event.text)
+            self.out.write(terminal_safe(event.text))
             self.out.flush()
             self.wrote_prose = self.wrote_prose or bool(event.text)
             if event.text:
@@ -63,10 +67,9 @@ class HeadlessView:
             self._end_line()
             label = tool_label(event.name, self._calls.pop(event.call_id, {}), self.workspace)
             took = f" ({elapsed:.1f}s)" if elapsed is not None else ""
-            self.err.write(f"{label} -> {tool_outcome(event.output, event.error)}{took}\n")
-            self.err.flush()
+            self._say(f"{label} -> {tool_outcome(event.output, event.error)}{took}")
         elif event.kind == "retry":
-            self.err.write(f"retrying (attempt {event.attempt}): {one_line(event.error or '')}\n")
+            self._say(f"retrying (attempt {event.attempt}): {one_line(event.error or '')}")
         elif event.kind == "reduced":
             self.notice(event.text)
 
@@ -76,7 +79,12 @@ class HeadlessView:
     def notice(self, text: str) -> None:
         """A note on stderr, on a line of its own."""
         self._end_line()
-        self.err.write(f"turnmemory: {text}\n")
+        self._say(f"turnmemory: {text}")
+
+    def _say(self, line: str) -> None:
+        """One line on ``err``, safe for a terminal."""
+        self.err.write(terminal_safe(line, multiline=False) + "\n")
+        self.err.flush()
 
     def _end_line(self) -> None:
         """End a prose line cut short, so that what goes to stderr next starts a line on a terminal."""
@@ -115,8 +123,9 @@ def run_headless(
     ) as agent:
         outcome = agent.turn(request.prompt)
         session_id = agent.session_id
+        hint = key_hint(agent.config, outcome.error or "")
     if request.output == "json":
-        out.write(json.dumps(_json_result(session_id, outcome), ensure_ascii=False) + "\n")
+        out.write(terminal_json(_json_result(session_id, outcome)) + "\n")
     else:
         if view.mid_line:
             out.write("\n")
@@ -131,6 +140,8 @@ def run_headless(
         err.write(
             f"turnmemory: turn {outcome.status}: {one_line(outcome.error or outcome.reason or 'no reason given', 300)}\n"
         )
+        if hint is not None:
+            err.write(f"turnmemory: {hint}\n")
         return 1
     return 0
 

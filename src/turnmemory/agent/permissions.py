@@ -42,6 +42,7 @@ from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from typing import Literal, NamedTuple
 
+from turnmemory._text import terminal_safe
 from turnmemory.agent import _bash, _programs
 
 __all__ = [
@@ -73,7 +74,8 @@ class Access:
     ``subject`` is an absolute real path (read/write/edit), a command (bash), a host (web) or
     ``server/tool`` (mcp). ``outside`` marks a path outside the workspace; ``dangerous`` says why a
     command is dangerous. ``contained`` marks a command that runs inside the OS sandbox;
-    ``escalation`` is the model's reason for running one outside it.
+    ``escalation`` is the model's reason for running one outside it. ``attachment`` marks the user's own
+    ``@path`` (no model reads why it was denied).
     """
 
     kind: AccessKind
@@ -82,28 +84,26 @@ class Access:
     dangerous: str | None = None
     contained: bool = False
     escalation: str | None = None
+    attachment: bool = False
 
     def summary(self) -> str:
         """One line for a prompt or a log: ``bash: git status``, ``write (outside the workspace): /x``.
 
-        Control characters of the subject are shown escaped (``\\n``), so a multi-line script cannot
-        hide its later lines, nor a terminal escape sequence rewrite the prompt."""
+        What a terminal acts on in the subject and the model's escalation reason is shown escaped
+        (``\\n``, ``\\x1b``), so a multi-line script cannot hide its later lines, nor an escape
+        sequence conceal or rewrite the prompt."""
         label: str = self.kind
         if self.outside:
             label += " (outside the workspace)"
         if self.dangerous:
             label += f" (dangerous: {self.dangerous})"
         if self.escalation:
-            label += f" (outside the sandbox: {self.escalation})"
+            label += f" (outside the sandbox: {_visible(self.escalation)})"
         return f"{label}: {_visible(self.subject)}"
 
 
 def _visible(text: str) -> str:
-    text = text.encode("utf-8", "replace").decode("utf-8")  # a lone surrogate becomes "?"
-    return _CONTROL.sub(lambda m: repr(m.group())[1:-1], text)
-
-
-_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+    return terminal_safe(text, multiline=False)
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,14 +11,24 @@ and ``/memory`` what TurnMemory kept. A resumed session is shown as it looked li
 workspace needs the read permission); the session stores the prompt as typed.
 
 Ctrl-C during a turn interrupts it (its work stays pending for the next turn); a second Ctrl-C at
-the prompt exits. Enter sends; Esc then Enter (or Alt-Enter) inserts a newline.
+the prompt exits. Enter sends; Esc then Enter (or Alt-Enter) inserts a newline. While a turn runs the
+terminal does not echo what is typed (it is kept for the next prompt), so neither typeahead nor the
+``^C`` of an interrupt lands inside the reply being drawn.
+
+Nothing the model, a tool, a repository or a stored session wrote reaches the terminal raw: the
+console passes every piece of text it draws through :func:`turnmemory._text.terminal_safe`, and
+untrusted text never becomes rich markup.
 """
 
 from __future__ import annotations
 
 import os
+import re
+import sys
+import termios
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from typing import Any
 
 from prompt_toolkit import PromptSession
@@ -26,24 +36,34 @@ from prompt_toolkit.completion import CompleteEvent, Completer, Completion
 from prompt_toolkit.document import Document
 from prompt_toolkit.history import FileHistory
 from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
-from rich.console import Console
+from rich.console import Console, ConsoleOptions, Group, RenderableType
 from rich.live import Live
 from rich.markdown import Markdown
 from rich.markup import escape
+from rich.segment import Segment
 from rich.status import Status
 from rich.table import Table
 from rich.text import Text
 
+from turnmemory._text import terminal_safe
 from turnmemory.agent._attach import attach_mentions
-from turnmemory.agent._display import one_line, stored_label, timestamp, tool_label, tool_outcome
+from turnmemory.agent._display import (
+    live_order,
+    one_line,
+    permission_line,
+    stored_label,
+    timestamp,
+    tool_label,
+    tool_outcome,
+)
 from turnmemory.agent._runtime import open_agent
-from turnmemory.agent.config import AgentConfig, ConfigError
+from turnmemory.agent.config import AgentConfig, ConfigError, key_hint
 from turnmemory.agent.loop import Agent, TurnOutcome
 from turnmemory.agent.permissions import Access, Answer, Rule, session_scope
 from turnmemory.agent.store import LoadedSession, SessionStoreError, data_dir
 from turnmemory.llm import Event, Usage
 
-__all__ = ["COMMANDS", "ReplCompleter", "ReplView", "run_chat"]
+__all__ = ["COMMANDS", "ReplCompleter", "ReplView", "SafeConsole", "run_chat"]
 
 COMMANDS: Mapping[str, str] = {
     "/help": "show this help",
@@ -68,13 +88,89 @@ DIFF_LINES = 40
 _REASONING_LINES = 6  # the reasoning shows its last lines while it streams
 
 
+class SafeConsole(Console):
+    """A rich console that shows, never sends, what a terminal would act on.
+
+    Every segment of text it draws (markdown, tables, live regions, the spinner) passes through
+    :func:`~turnmemory._text.terminal_safe`; its own colours and cursor moves are styles and control
+    segments, not text, and stay as they are. Untrusted text should still be made safe before it is
+    laid out (so that lines are measured as they are shown) and never be given as markup.
+    """
+
+    def render(self, renderable: RenderableType, options: ConsoleOptions | None = None) -> Iterable[Segment]:
+        """The segments of ``renderable``, their text made safe."""
+        for segment in super().render(renderable, options):
+            if segment.control:
+                yield segment
+                continue
+            shown = terminal_safe(segment.text)
+            yield segment if shown is segment.text else Segment(shown, segment.style)
+
+
+def _markdown(prose: str) -> Markdown:
+    """Prose as markdown; links show their address (a terminal hyperlink would hide it)."""
+    return Markdown(prose, hyperlinks=False)
+
+
+_FENCE = re.compile(r" {0,3}(`{3,}|~{3,})")
+_CONTINUES = re.compile(r"\s|[-*+] |\d+[.)] ")  # an indented continuation, a list item: the block goes on
+_LINE = re.compile(r"[^\n]*\n|[^\n]+")  # markdown breaks lines only at newlines
+
+
+def _settled_prose(prose: str) -> int:
+    """How much of streamed ``prose`` is finished markdown blocks: up to a blank line outside a code
+    fence that a whole line starting a new block (not an indented continuation nor a list item)
+    follows; 0 when none is yet. More prose never settles less."""
+    settled = offset = 0
+    fence = ""  # the open code fence's marker
+    blank = False
+    for match in _LINE.finditer(prose):
+        line = match.group()
+        whole = line.endswith("\n")
+        if not fence and blank and whole and line.strip() and not _CONTINUES.match(line):
+            settled = offset
+        if marker := _FENCE.match(line):
+            found = marker.group(1)
+            if not fence:
+                fence = found
+            elif found[0] == fence[0] and len(found) >= len(fence) and not line[marker.end() :].strip():
+                fence = ""
+        blank = not fence and whole and not line.strip()
+        offset += len(line)
+    return settled
+
+
+def _thought(words: int) -> str:
+    return f"[dim italic]✻ thought ({words} words; /thinking shows it)[/]"
+
+
+@contextmanager
+def _quiet_terminal() -> Iterator[None]:
+    """While a turn runs, the terminal echoes nothing typed: what is typed waits for the next prompt,
+    and Ctrl-C still interrupts (without an echoed ``^C`` that would shift the reply being drawn)."""
+    try:
+        fd = sys.stdin.fileno()
+        saved = termios.tcgetattr(fd)
+    except (OSError, ValueError, termios.error):
+        yield  # not a terminal (tests drive the REPL in-process)
+        return
+    quiet = list(saved)
+    quiet[3] &= ~(termios.ECHO | termios.ECHOCTL)
+    termios.tcsetattr(fd, termios.TCSANOW, quiet)
+    try:
+        yield
+    finally:
+        termios.tcsetattr(fd, termios.TCSANOW, saved)
+
+
 class ReplView:
     """Renders a turn on a rich console: markdown prose, tool lines, diffs, a spinner."""
 
     def __init__(self, console: Console, workspace: str) -> None:
         self.console = console
         self.workspace = workspace
-        self._prose = ""
+        self._prose = ""  # the streamed prose not printed for good yet
+        self._settled = False  # some of this prose is printed for good, above the live region
         self._live: Live | None = None
         self._refreshed = 0.0
         self._status: Status | None = None
@@ -82,6 +178,10 @@ class ReplView:
         self._reasoning = ""
         self._thinking: Live | None = None
         self._streamed = False  # text streamed since the last completed request (lost on a retry)
+        self.forget()
+
+    def forget(self) -> None:
+        """Forget what ``/thinking``, ``/diff`` and ``/context`` show of the last turn (a new session)."""
         self.last_reasoning = ""
         self.last_diff = ""
         self.last_input_tokens = 0
@@ -108,7 +208,8 @@ class ReplView:
             self.wait(f"running {label}")
         elif event.kind == "tool_end":
             self.pause()
-            self._tool_line(self._calls.pop(event.call_id, event.name), event.output, event.error, elapsed)
+            label = self._calls.pop(event.call_id, "") or terminal_safe(event.name, multiline=False)
+            self._tool_line(label, event.output, event.error, elapsed)
             self.wait("thinking")
         elif event.kind == "retry":
             self.end_prose()
@@ -144,7 +245,7 @@ class ReplView:
         """A dim note."""
         self.end_prose()
         self.pause()
-        self.console.print(f"[dim yellow]{escape(text)}[/]")
+        self.console.print(f"[dim yellow]{escape(terminal_safe(text))}[/]")
 
     def usage(self, outcome: TurnOutcome, prices: Mapping[str, float] | None) -> None:
         """One dim line after a turn: tokens in (cached) and out, and the cost when prices are set."""
@@ -160,11 +261,14 @@ class ReplView:
         self.console.print(f"[dim]{line}[/]")
 
     def replay(self, loaded: LoadedSession) -> None:
-        """A stored session as it looked live: prompts, prose as markdown, tool lines, cut diffs."""
+        """A stored session as it looked live: prompts, prose as markdown, folded reasoning, cut diffs,
+        permission answers and tool lines in the order they came (``/thinking`` and ``/diff`` then
+        show the session's last ones)."""
+        self.forget()
         for event in loaded.events:
             data = event.data
             if event.kind == "user_message":
-                self.console.print(Text(f"› {data.get('content', '')}", style="bold"))
+                self.console.print(Text(f"› {terminal_safe(str(data.get('content', '')))}", style="bold"))
             elif event.kind == "assistant_turn":
                 self._replay_turn(data)
             elif event.kind == "compaction":
@@ -179,24 +283,25 @@ class ReplView:
     def _replay_turn(self, data: Mapping[str, Any]) -> None:
         items = [item for item in data.get("transcript", []) if isinstance(item, Mapping)]
         prose = ""
-        for item in items:
+        for item in live_order(items):
             kind = item.get("kind")
             if kind == "text":
-                prose += str(item.get("text", ""))
+                prose += terminal_safe(str(item.get("text", "")))
                 continue
             if prose.strip():
-                self.console.print(Markdown(prose))
+                self.console.print(_markdown(prose))
             prose = ""
             if kind == "tool":
                 self._stored_tool_line(item)
             elif kind == "diff":
                 self.diff(str(item.get("call_id", "")), str(item.get("diff", "")))
             elif kind == "permission":
-                self.console.print(
-                    f"[dim]permission {escape(str(item.get('decision')))}: {escape(str(item.get('summary')))}[/]"
-                )
+                self.console.print(Text(permission_line(item), style="dim"))
+            elif kind == "reasoning":
+                self.last_reasoning = terminal_safe(str(item.get("text", "")))
+                self.console.print(_thought(len(self.last_reasoning.split())))
         if prose.strip():
-            self.console.print(Markdown(prose))
+            self.console.print(_markdown(prose))
         status = data.get("status")
         if status not in (None, "done"):
             why = one_line(str(data.get("error") or data.get("reason") or ""))
@@ -216,7 +321,7 @@ class ReplView:
         self.pause()
         if self._live is not None:
             self.end_prose()
-        self._reasoning += chunk
+        self._reasoning += terminal_safe(chunk)
         tail = "\n".join(self._reasoning.rstrip().splitlines()[-_REASONING_LINES:])
         shown = Text(tail, style="dim italic")
         if self._thinking is None:
@@ -235,7 +340,7 @@ class ReplView:
         self.last_reasoning = self._reasoning
         self._reasoning = ""
         if words:
-            self.console.print(f"[dim italic]✻ thought ({words} words; /thinking shows it)[/]")
+            self.console.print(_thought(words))
 
     # -- pieces ------------------------------------------------------------------------------------
 
@@ -258,23 +363,39 @@ class ReplView:
     def end_prose(self) -> None:
         """Finish the prose being streamed: its final markdown rendering stays on screen."""
         if self._live is not None:
-            self._live.update(Markdown(self._prose), refresh=True)
+            self._live.update(self._live_prose(), refresh=True)
             self._live.stop()
             self._live = None
         self._prose = ""
+        self._settled = False
 
     def _text(self, chunk: str) -> None:
+        """Prose streams as markdown in a live region that holds only its unfinished blocks: each
+        finished one is printed above it once, so the region never outgrows the screen (a terminal
+        cannot redraw lines that scrolled away: they would stay on screen twice)."""
         self.pause()
-        self._prose += chunk
+        self._prose += terminal_safe(chunk)
+        cut = _settled_prose(self._prose)
+        if cut:
+            head, self._prose = self._prose[:cut], self._prose[cut:]
+            if self._live is not None:
+                self._live.update(self._live_prose(), refresh=False)  # drawn below what is printed now
+            self.console.print(Group(Text(), _markdown(head)) if self._settled else _markdown(head))
+            self._settled = True
         if self._live is None:
             self._live = Live(
-                Markdown(self._prose), console=self.console, auto_refresh=False, vertical_overflow="visible"
+                self._live_prose(), console=self.console, auto_refresh=False, vertical_overflow="visible"
             )
             self._live.start()
         now = time.monotonic()
         if now - self._refreshed >= _REFRESH_SECONDS:
-            self._live.update(Markdown(self._prose), refresh=True)
+            self._live.update(self._live_prose(), refresh=True)
             self._refreshed = now
+
+    def _live_prose(self) -> RenderableType:
+        if not self._settled:
+            return _markdown(self._prose)
+        return Group(Text(), _markdown(self._prose)) if self._prose.strip() else Group()
 
     def _tool_line(self, label: str, output: Any, error: str | None, elapsed: float | None) -> None:
         outcome = tool_outcome(output, error)
@@ -298,7 +419,7 @@ def diff_text(lines: list[str]) -> Text:
             if line.startswith("@@")
             else ""
         )
-        text.append(line + "\n", style=style)
+        text.append(terminal_safe(line) + "\n", style=style)
     return text
 
 
@@ -373,17 +494,20 @@ class PermissionPrompter:
         """One answer; Ctrl-C here interrupts the turn."""
         self.view.end_prose()
         self.view.pause()
-        self.console.print(f"[bold yellow]permission[/] {escape(access.summary())}")
+        self.console.print(Text.assemble(("permission", "bold yellow"), " ", access.summary()))
         scope = session_scope(access, self.view.workspace)
         granted = ", ".join(_grant_label(rule) for rule in scope)
         choices = f"[y] once  [a] {granted} for this session  [n] deny" if scope else "[y] once  [n] deny"
+        question = terminal_safe(f"allow? {choices}: ", multiline=False)
         while True:
-            reply = self.read(f"allow? {choices}: ").strip().lower()
+            reply = self.read(question).strip().lower()
             if reply in ("y", "yes"):
                 return Answer("once")
             if reply in ("a", "always") and scope:
                 return Answer("session")
             if reply in ("n", "no"):
+                if access.attachment:  # the user's own @path: no model reads a reason
+                    return Answer("deny")
                 return Answer("deny", self.read("reason for the model (optional): ").strip())
 
 
@@ -440,12 +564,21 @@ class Repl:
         attached, notes = attach_mentions(text, self.agent)
         for note in notes:
             self.view.notice(note)
+        if attached:
+            tokens = self.agent.client.accounting.scaled(self.agent.client.accounting.counter.text(attached))
+            window = self.agent.client.accounting.limits.window
+            self.view.notice(
+                f"attachments: ~{tokens:,} tokens ({tokens / window:.1%} of the window), this message only"
+            )
         self.view.wait("thinking")
         try:
-            outcome = self.agent.turn(text, attachments=attached)
+            with _quiet_terminal():
+                outcome = self.agent.turn(text, attachments=attached)
         finally:
             self.view.end_prose()
             self.view.pause()
+        if hint := key_hint(self.agent.config, outcome.error or ""):
+            self.view.notice(hint)
         self.view.usage(outcome, self.agent.config.prices)
         if outcome.status != "interrupted":
             return False
@@ -467,6 +600,7 @@ class Repl:
                 )
             elif name in ("/new", "/clear"):
                 self.agent.new_session()
+                self.view.forget()
                 if name == "/clear":
                     self.console.clear()
                 self.console.print(f"[dim]new session {self.agent.session_id[:8]}[/]")
@@ -481,7 +615,8 @@ class Repl:
             elif name == "/context":
                 self._context()
             elif name == "/compact":
-                self.agent.compact(force=True)
+                with _quiet_terminal():
+                    self.agent.compact(force=True)
             elif name == "/rewind":
                 self._rewind(argument)
             elif name == "/thinking":
@@ -524,10 +659,12 @@ class Repl:
             raise KeyError(f"/rewind takes a number of turns, got {argument!r}")
 
         def ask(question: str) -> bool:
-            return self.prompter.read(f"{question} [y/N]: ").strip().lower() in ("y", "yes")
+            reply = self.prompter.read(terminal_safe(f"{question} [y/N]: ", multiline=False))
+            return reply.strip().lower() in ("y", "yes")
 
         for line in self.agent.rewind(int(argument or 1), ask=ask):
-            self.console.print(Text(line, style="dim"))
+            self.console.print(Text(terminal_safe(line), style="dim"))
+        self.view.forget()  # the last turn's reasoning and diff may be gone with it
 
     def _sessions(self) -> None:
         table = Table("id", "started", "turns", "last prompt", box=None)
@@ -537,20 +674,22 @@ class Repl:
                 found.id[:8] + marker,
                 timestamp(found.created_at),
                 str(found.turns),
-                one_line(found.last_prompt or "", 60),
+                Text(one_line(found.last_prompt or "", 60)),
             )
         self.console.print(table)
 
     def _model(self, argument: str) -> None:
         words = argument.split()
         if not words:
-            self.console.print(f"{self.agent.config.provider} {self.agent.config.model}")
+            self.console.print(Text(f"{self.agent.config.provider} {self.agent.config.model}"))
             return
         provider, model = (words[0], words[1]) if len(words) > 1 else (None, words[0])
         if provider is None and ":" in model and model.split(":", 1)[0] in _PROVIDERS:
             provider, model = model.split(":", 1)
         self.agent.switch_model(provider, model)
-        self.console.print(f"[dim]now using {self.agent.config.provider} {self.agent.config.model}[/]")
+        self.console.print(
+            Text(f"now using {self.agent.config.provider} {self.agent.config.model}", style="dim")
+        )
 
     def _memory(self) -> None:
         table = Table("turn", "offset", "tool", "status", "target", "outcome", box=None)
@@ -567,10 +706,10 @@ class Repl:
                 table.add_row(
                     str(turn),
                     str(activity.text_offset),
-                    tool,
-                    activity.status,
-                    activity.target or "",
-                    outcome,
+                    *(
+                        Text(terminal_safe(cell, multiline=False))
+                        for cell in (tool, activity.status, activity.target or "", outcome)
+                    ),
                 )
         if table.row_count:
             self.console.print(table)
@@ -582,11 +721,13 @@ class Repl:
         accounting = self.agent.client.accounting
         limits = accounting.limits
         table = Table("layer", "tokens", "of window", "bytes", box=None)
-        for layer in layers:
-            table.add_row(
-                layer.name, f"{layer.tokens:,}", f"{layer.tokens / limits.window:.1%}", f"{layer.size:,}"
-            )
         total = self.agent.request_tokens()
+        rows = [(layer.name, layer.tokens, f"{layer.size:,}") for layer in layers]
+        # what the layers leave out: roles, keys and the request's parameters (so the rows add up)
+        rows.append(("framing", max(total - sum(layer.tokens for layer in layers), 0), ""))
+        for name, tokens, size in rows:
+            table.add_row(name, f"{tokens:,}", f"{tokens / limits.window:.1%}", size)
+        total = sum(tokens for _, tokens, _ in rows)
         table.add_row(
             "[bold]next request[/]", f"[bold]{total:,}[/]", f"[bold]{total / limits.window:.1%}[/]", ""
         )
@@ -625,7 +766,7 @@ def run_chat(
 
     With ``session_model`` a resumed session continues with the model it last used.
     """
-    console = Console(highlight=False)
+    console = SafeConsole(highlight=False, emoji=False)
     workspace = os.path.realpath(workspace)
     view = ReplView(console, workspace)
     ask = PermissionPrompter(console, view)

@@ -2,11 +2,12 @@
 
 Reads session logs (files, or directories searched recursively), replays every session under each
 strategy, and prints a table, markdown or the JSON document of DESIGN.md. Never needs the network.
+File names and what a log says about itself are printed safe for a terminal (a log or its name may hold
+escape sequences).
 """
 
 from __future__ import annotations
 
-import json
 import shutil
 import sys
 import textwrap
@@ -19,6 +20,7 @@ from typing import Annotated, TypeVar
 
 import typer
 
+from turnmemory._text import terminal_json, terminal_safe
 from turnmemory.analysis._cost import CacheModel
 from turnmemory.analysis._files import FileResult, read_files, workers_for
 from turnmemory.analysis._measure import Meter, open_meter
@@ -166,9 +168,9 @@ def analyze(
         _warn("no sessions found in " + ", ".join(str(path) for path in paths))
         raise typer.Exit(1)
     if output is OutputFormat.json:
-        typer.echo(json.dumps(report_json(report), ensure_ascii=False, indent=2))
+        typer.echo(terminal_json(report_json(report), indent=2))
     elif output is OutputFormat.markdown:
-        typer.echo(render_markdown(report), nl=False)
+        typer.echo(terminal_safe(render_markdown(report)), nl=False)
     else:
         print_table(report, sessions=_TABLE_SESSIONS)
     if plot is not None:
@@ -312,7 +314,8 @@ def print_table(report: Report, *, sessions: int | None = None, width: int | Non
     sections: list[tuple[str, Mapping[StrategyName, StrategyResult]]] = [("All sessions", report.total)]
     for session in multi[:sessions]:
         about = f" ({session.format}, {count(session.user_turns, 'turn')}, {count(session.tool_calls, 'tool call')})"
-        sections.append((_shorten(Path(session.path).name, width - len(about)) + about, session.strategies))
+        name = terminal_safe(Path(session.path).name, multiline=False)
+        sections.append((_shorten(name, width - len(about)) + about, session.strategies))
     for title, results in sections:
         lines += ["", title, *render_text(results, width)]
     if not multi:
@@ -321,7 +324,7 @@ def print_table(report: Report, *, sessions: int | None = None, width: int | Non
     if hidden:
         lines += ["", f"{count(hidden, 'more multi-turn session')}: see --format markdown or json"]
     lines += ["", *LEGEND]
-    typer.echo("\n".join(lines))
+    typer.echo(terminal_safe("\n".join(lines)))
 
 
 def _shorten(name: str, room: int) -> str:
@@ -334,4 +337,4 @@ def _shorten(name: str, room: int) -> str:
 
 
 def _warn(message: str) -> None:
-    typer.echo(message, err=True)
+    typer.echo(terminal_safe(message, multiline=False), err=True)
