@@ -11,7 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from turnmemory.agent.config import AgentConfig
+from turnmemory.agent.config import AgentConfig, credentials
 from turnmemory.llm import Client, Event, RetryPolicy, open_client
 from turnmemory.memory import Message
 from turnmemory.testing import FakeProviderServer, Reply, ToolCall
@@ -53,7 +53,7 @@ def fast_client(config: AgentConfig, session_id: str | None) -> Client:
         config.provider,
         model=config.model,
         base_url=config.base_url,
-        api_key=config.api_key,
+        api_key=credentials(config),
         region=config.region,
         session_id=session_id,
         retry=RetryPolicy(attempts=1),

@@ -7,24 +7,12 @@ from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 
 from turnmemory.agent._spill import SpillArea
-from turnmemory.agent.config import AgentConfig, ConfigError
-from turnmemory.agent.loop import Agent, View
+from turnmemory.agent.config import AgentConfig, ConfigError, credentials
+from turnmemory.agent.loop import Agent, View, session_config
 from turnmemory.agent.permissions import Asker
 from turnmemory.agent.sessions import SessionStore
 
 __all__ = ["open_agent", "pick_session"]
-
-
-def _continued(config: AgentConfig, store: SessionStore, session_id: str, view: View) -> AgentConfig:
-    """``config`` switched to the provider and model the session last used, when it can be opened."""
-    used = store.load(session_id).model
-    if used is None or used == (config.provider, config.model):
-        return config
-    try:
-        return config.switched(*used)
-    except ConfigError as error:
-        view.notice(f"the session last used {used[0]} {used[1]}, which cannot be opened here ({error})")
-        return config
 
 
 def pick_session(store: SessionStore, workspace: str, session: str | None, latest: bool) -> str | None:
@@ -69,7 +57,8 @@ def open_agent(
             view.notice(notice)
         session_id = pick_session(store, workspace, session, latest)
         if session_model and session_id is not None:
-            config = _continued(config, store, session_id, view)
+            config = session_config(config, store.load(session_id).model, view.notice)
+        credentials(config)  # a missing key stops here, before any MCP server starts
         extra_tools = []
         catalogue = ""
         if config.mcp:
