@@ -1,10 +1,12 @@
 """``turnmemory config`` tells the truth: a key that chat and run find is not reported missing, the JSON
-holds values (not display strings)."""
+holds values (not display strings), and ``--version`` answers without the extras."""
 
 from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -124,3 +126,49 @@ def test_json_gives_the_values_chat_uses(tmp_path: Path) -> None:
     }
     assert document["prices"]["value"] == {"input": 2.5, "output": 10.0}
     assert "sk-4a1" not in text
+
+
+# -- --version and the install hint -----------------------------------------------------------------
+
+_WITHOUT_TYPER = (
+    "import sys; sys.modules['typer'] = None; from turnmemory.cli import main; main(sys.argv[1:])"
+)
+"""The command line as a library-only install runs it: ``import typer`` fails."""
+
+
+def _bare(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-c", _WITHOUT_TYPER, *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+
+def test_version_works_without_the_extras(tmp_path: Path) -> None:
+    done = _bare("--version", cwd=tmp_path)
+    assert done.returncode == 0 and done.stdout.startswith("turnmemory ") and not done.stderr
+
+
+def test_the_install_hint_names_the_checkout_it_was_installed_from(tmp_path: Path) -> None:
+    checkout = Path(__file__).resolve().parents[2]
+    origin = json.loads(_direct_url() or "{}")
+    if not origin.get("url", "").startswith("file://"):
+        pytest.skip("turnmemory is not installed from a checkout here")
+    editable = "-e " if origin.get("dir_info", {}).get("editable") else ""
+    inside = _bare("chat", cwd=checkout)
+    assert inside.returncode == 2
+    assert (
+        inside.stderr
+        == f"turnmemory: the command line needs the 'agent' extra: pip install {editable}'.[all]'\n"
+    )
+    outside = _bare("chat", cwd=tmp_path)
+    assert f"pip install {editable}'{checkout}[all]'" in outside.stderr and "Traceback" not in outside.stderr
+
+
+def _direct_url() -> str | None:
+    from importlib.metadata import distribution
+
+    return distribution("turnmemory").read_text("direct_url.json")

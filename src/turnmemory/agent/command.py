@@ -327,6 +327,21 @@ def config(
         raise typer.Exit(1)
 
 
+def try_() -> None:
+    """Try the agent without a key: a scripted model on the bundled fake provider.
+
+    A fresh workspace holds a small project; the model reads a file, edits it, runs a failing test
+    and fixes it, asking your permission as a real one would. Nothing leaves this machine.
+    """
+    from turnmemory.agent.tryout import run_try
+
+    try:
+        status = run_try()
+    except (ConfigError, SessionStoreError) as error:
+        raise _fail(str(error)) from None
+    raise typer.Exit(status)
+
+
 def register(app: typer.Typer) -> None:
     """Add ``run``, ``chat``, ``sessions``, ``show`` and ``config`` to the ``turnmemory`` command."""
     app.command("config")(config)
@@ -334,3 +349,4 @@ def register(app: typer.Typer) -> None:
     app.command("chat")(chat)
     app.command("sessions")(sessions)
     app.command("show")(show)
+    app.command("try")(try_)
