@@ -19,7 +19,7 @@ $(STAMP): $(BIN)/python pyproject.toml
 
 demo: $(STAMP)
 	@echo "==> the demo: one turn's TurnMemory, then each history strategy on real sessions"
-	$(BIN)/python -m turnmemory.demo
+	$(BIN)/python scripts/demo.py
 
 bench: $(STAMP)
 	$(BIN)/pip install --quiet -r benchmarks/requirements.txt
@@ -30,8 +30,8 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/startup.py
 
 lint: $(STAMP)
-	$(BIN)/ruff check src tests benchmarks
-	$(BIN)/ruff format --check src tests benchmarks
+	$(BIN)/ruff check src tests benchmarks scripts
+	$(BIN)/ruff format --check src tests benchmarks scripts
 
 typecheck: $(STAMP)
 	$(BIN)/mypy
@@ -40,16 +40,16 @@ FAST_TESTS := tests/core tests/providers tests/testing tests/transcripts tests/l
 # the library's tests; the agent's, the analysis' and the integrations' start processes and terminals
 
 check: $(STAMP)
-	@echo "==> make check: ruff, mypy --strict and the library's fast tests (about a minute)"
-	$(BIN)/ruff check src tests benchmarks
-	$(BIN)/ruff format --check src tests benchmarks
+	@echo "==> make check: ruff, mypy --strict and the library's tests (1-2 minutes on two idle cores)"
+	$(BIN)/ruff check src tests benchmarks scripts
+	$(BIN)/ruff format --check src tests benchmarks scripts
 	$(BIN)/mypy
 	$(BIN)/python -m pytest -n 2 -q $(FAST_TESTS)
 
 test: $(STAMP)
 	@echo "==> make test: ruff, mypy --strict and the whole suite (about 5 minutes on two idle cores,"
-	@echo "    12 or more on a busy machine; make check is the one-minute check)"
-	$(BIN)/ruff check src tests benchmarks
+	@echo "    12 or more on a busy machine; make check is the quick check)"
+	$(BIN)/ruff check src tests benchmarks scripts
 	$(BIN)/mypy
 	$(BIN)/python -m pytest -n 2
 

@@ -30,7 +30,7 @@ _ELLIPSIS = "..."
 _RAW_CHARS = 1 << 20  # longer inputs are cut (on a word boundary) before anything else
 _SCAN_CHARS = 65536  # after whitespace is collapsed: only the first 256 bytes can survive anyway
 _TOKEN_CHARS = 1024  # the longest token a cut inside a word may have split
-_CONTROL = re.compile(r"[\x00-\x08\x0b\x0e-\x1f\x7f]")
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0e-\x1f\x7f-\x9f]")
 _WORD = re.compile(r"\S*")
 # What a terminal acts on instead of printing: C0 (but tab and newline), DEL, C1 (U+0080-U+009F, where
 # U+009B is a one-character CSI), the bidirectional overrides and isolates that reorder what is shown,

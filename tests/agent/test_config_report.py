@@ -113,11 +113,9 @@ def test_json_gives_the_values_chat_uses(tmp_path: Path) -> None:
     config = load_config(config_path=path, env={}, allow=["web"])
     for setting in SETTINGS:
         value = getattr(config, setting.name)
-        if setting.name in document and value is not None:
-            expected = setting.kind.plain(value)
-            if setting.name == "api_key":
-                expected = "hidden"
-            assert document[setting.name]["value"] == expected, setting.name
+        name = setting.label or setting.name
+        if name in document and value is not None:
+            assert document[name]["value"] == setting.kind.plain(value), name
     assert document["timeout"]["value"] == 42.0 and document["context_window"]["value"] == 64000
     assert document["context_reserve"]["value"] == 8192, "a model default as a number"
     assert document["allow"] == {
@@ -125,7 +123,7 @@ def test_json_gives_the_values_chat_uses(tmp_path: Path) -> None:
         "source": "config file (config.toml): [permissions] allow + --allow",
     }
     assert document["prices"]["value"] == {"input": 2.5, "output": 10.0}
-    assert "sk-4a1" not in text
+    assert document["api key"]["value"] == "hidden" and "sk-4a1" not in text
 
 
 # -- --version and the install hint -----------------------------------------------------------------

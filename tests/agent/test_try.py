@@ -94,6 +94,8 @@ def test_try_plays_the_scripted_session_in_a_real_terminal(tmp_path: Path) -> No
         pane.close()
     assert "__exit_0__" in screen
     [workspace] = tmp_path.glob("turnmemory-try-*/project")
+    assert (workspace.parent / "sessions.sqlite3").is_file()
+    assert not (tmp_path / "data" / "sessions.sqlite3").exists(), "the user's sessions stay apart"
     wrapped = [line for line in screen.splitlines() if len(line) > WIDTH and str(workspace) not in line]
     assert not wrapped, "only a line naming the (long) workspace path may wrap at 80 columns"
     assert (workspace / "stats.py").read_text().endswith("    return sum(values) / len(values)\n")

@@ -24,7 +24,7 @@ from turnmemory.agent.config import (
     resolve,
 )
 from turnmemory.agent.sandbox import sandbox_unavailable
-from turnmemory.agent.sessions import DATA_DIR_ENV, data_dir
+from turnmemory.agent.store import DATA_DIR_ENV, data_dir
 from turnmemory.llm import ContextLimits
 
 __all__ = ["Entry", "describe_config", "render_settings"]
@@ -79,6 +79,11 @@ def describe_config(inputs: Inputs, location: Path, location_source: str) -> lis
             value = getattr(limits, setting.name.removeprefix("context_"))
             entries.append(Entry(setting.name, value, setting.kind.show(value), "default for the model"))
             continue
+        if setting.name == "store" and value is None:
+            path = str(data_dir() / "sessions.sqlite3")
+            source = DATA_DIR_ENV if inputs.env.get(DATA_DIR_ENV) else "the user data directory"
+            entries.append(Entry(setting.label, path, path, source))
+            continue
         entries.append(_entry(setting, value, values.get(setting.name), problem.get(setting.name)))
     if config.provider == "bedrock":
         entries.append(
@@ -92,27 +97,20 @@ def describe_config(inputs: Inputs, location: Path, location_source: str) -> lis
                 problem.get("credentials"),
             )
         )
-    entries.append(
-        Entry(
-            "session database",
-            str(data_dir() / "sessions.sqlite3"),
-            str(data_dir() / "sessions.sqlite3"),
-            DATA_DIR_ENV if inputs.env.get(DATA_DIR_ENV) else "the user data directory",
-        )
-    )
     return entries
 
 
 def _entry(setting: Setting, value: Any, found: Value | None, problem: str | None) -> Entry:
+    name = setting.label or setting.name
     source = found.source if found is not None else "default"
     if problem:
-        return Entry(setting.name, None, "MISSING: " + problem.partition(": ")[2], "not set", problem)
+        return Entry(name, None, "MISSING: " + problem.partition(": ")[2], "not set", problem)
     empty = value is None or (isinstance(value, tuple | Mapping) and not value)
     shown = setting.unset if empty else setting.kind.show(value)
     if setting.name == "sandbox" and value != "off":
         unavailable = sandbox_unavailable()
         shown += f" (unavailable: {unavailable}; commands are asked about)" if unavailable else ""
-    return Entry(setting.name, None if value is None else setting.kind.plain(value), shown, source)
+    return Entry(name, None if value is None else setting.kind.plain(value), shown, source)
 
 
 def render_settings(entries: list[Entry], width: int = 80) -> list[str]:

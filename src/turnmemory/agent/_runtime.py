@@ -10,7 +10,7 @@ from turnmemory.agent._spill import SpillArea
 from turnmemory.agent.config import AgentConfig, ConfigError, credentials
 from turnmemory.agent.loop import Agent, View, session_config
 from turnmemory.agent.permissions import Asker
-from turnmemory.agent.sessions import SessionStore
+from turnmemory.agent.store import SessionStore, open_store
 
 __all__ = ["open_agent", "pick_session"]
 
@@ -50,14 +50,18 @@ def open_agent(
     if not os.path.isdir(workspace):
         raise ConfigError(f"workspace is not a directory: {workspace}")
     with ExitStack() as stack:
-        store = stack.enter_context(SessionStore.open_default())
+        store = stack.enter_context(open_store(config.store))
         spill = SpillArea(store.spill_root)
         stack.callback(spill.close)
         for notice in store.notices:
             view.notice(notice)
         session_id = pick_session(store, workspace, session, latest)
-        if session_model and session_id is not None:
-            config = session_config(config, store.load(session_id).model, view.notice)
+        loaded = None
+        if session_id is not None:
+            store.claim(session_id)  # before reading: no other process appends to it from here on
+            loaded = store.load(session_id, transcripts=False)
+            if session_model:
+                config = session_config(config, loaded.model, view.notice)
         credentials(config)  # a missing key stops here, before any MCP server starts
         extra_tools = []
         catalogue = ""
@@ -84,4 +88,5 @@ def open_agent(
             extra_tools=extra_tools,
             mcp_catalogue=catalogue,
             spill=spill,
+            loaded=loaded,
         )

@@ -41,6 +41,9 @@ variables, then its config-file keys, then its default.
     mode = "workspace-write"             # or "read-only", "off"
     readable = ["~/.pyenv"]              # more paths bash may read inside the sandbox
 
+    [store]                              # where sessions live (default: SQLite in the data directory)
+    url = "postgresql://agent@db.internal/turnmemory"   # or "sqlite:///path/sessions.sqlite3"
+
 :data:`SETTINGS` is the table: each row names a setting (a field of :class:`AgentConfig`), its type
 and bounds, its flag, environment variables and config-file keys in order of precedence. It is walked
 once (:func:`resolve`), recording each value with where it came from, which is what ``turnmemory
@@ -71,6 +74,7 @@ __all__ = [
     "DEFAULT_MODELS",
     "KEY_VARIABLES",
     "SETTINGS",
+    "STORE_ENV",
     "AgentConfig",
     "ConfigError",
     "Inputs",
@@ -86,9 +90,12 @@ __all__ = [
     "missing_credentials",
     "read_inputs",
     "resolve",
+    "store_url",
 ]
 
 CONFIG_ENV = "TURNMEMORY_CONFIG"
+STORE_ENV = "TURNMEMORY_STORE"
+"""Environment variable naming the sessions store (a URL; see :func:`turnmemory.agent.store.open_store`)."""
 PROVIDER_NAMES = ("anthropic", "openai_chat", "openai_responses", "gemini", "bedrock")
 DEFAULT_MODELS: Mapping[str, str] = MappingProxyType(
     {
@@ -203,6 +210,12 @@ def _servers(value: Mapping[str, Any]) -> list[str]:
     return sorted(servers) if isinstance(servers, Mapping) else []
 
 
+def _printable_url(url: str) -> str:
+    from turnmemory.agent.store import printable_url
+
+    return printable_url(url)
+
+
 def choice(*options: str) -> Kind:
     """One of ``options``, exactly."""
 
@@ -232,6 +245,8 @@ PRICES = Kind(
     show=lambda prices: ", ".join(f"{kind} {price:g}" for kind, price in prices.items()) + " USD/Mtok",
     plain=dict,
 )
+SECRET_URL = Kind("a URL", _text, show=lambda url: _printable_url(url), plain=lambda url: _printable_url(url))
+"""A URL that may hold a password: shown without it (see :func:`turnmemory.agent.store.printable_url`)."""
 SERVERS = Kind("a table", _table, show=lambda table: ", ".join(_servers(table)) or "none", plain=_servers)
 """The ``[mcp]`` table: read whole here (see :mod:`turnmemory.agent.mcp`), shown by its server names."""
 
@@ -259,7 +274,8 @@ class Setting:
     chosen provider), then ``default`` (``None``: :class:`AgentConfig`'s own). With ``adds`` every
     place adds to the value instead (the file's rules, then the flag's). ``providers`` are those the
     setting applies to; ``required`` settings must have a value; ``what`` names the setting in
-    messages and ``unset`` says in ``turnmemory config`` what having no value means.
+    messages and ``unset`` says in ``turnmemory config`` what having no value means; ``label`` is the
+    name ``turnmemory config`` shows (default: ``name``).
     """
 
     name: str
@@ -273,6 +289,7 @@ class Setting:
     adds: bool = False
     what: str = ""
     unset: str = "none"
+    label: str = ""
 
     @property
     def per_provider(self) -> bool:
@@ -336,6 +353,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting(
         "api_key",
         SECRET,
+        label="api key",
         env=PerProvider(KEY_VARIABLES),
         file=("providers.{provider}.api_key",),
         providers=("anthropic", "openai_chat", "openai_responses", "gemini"),
@@ -381,7 +399,8 @@ SETTINGS: tuple[Setting, ...] = (
         file=("sandbox.mode",),
     ),
     Setting("sandbox_readable", PATHS, file=("sandbox.readable",)),
-    Setting("mcp", SERVERS, file=("mcp",)),
+    Setting("mcp", SERVERS, file=("mcp",), label="mcp servers"),
+    Setting("store", SECRET_URL, env=(STORE_ENV,), file=("store.url",), label="session database"),
     Setting("timeout", SECONDS, flag="--timeout", file=("timeout",), unset="the client's default"),
     Setting("connect_timeout", SECONDS, file=("connect_timeout",), unset="the client's default"),
     Setting("deadline", SECONDS, flag="--deadline", file=("deadline",)),
@@ -624,6 +643,8 @@ class AgentConfig:
     """Fewest tokens the in-turn reducer clears at a time (``None``: a fifth of the window)."""
     compaction: CompactionMode = "summary"
     """What happens to the oldest turns when the history nears the window."""
+    store: str | None = field(default=None, repr=False)
+    """The sessions store's URL (``None``: SQLite in the user data directory); it may hold a password."""
 
     path: Path | None = None
     """The config file read, if any."""
@@ -679,6 +700,14 @@ def load_config(
     ``model``, ``base_url``, ``allow``, ``sandbox``, ``timeout``, ``deadline``), ``env``, the config
     file and the defaults."""
     return configure(read_inputs(config_path=config_path, env=env, **flags))
+
+
+def store_url(config_path: str | Path | None = None, env: Mapping[str, str] | None = None) -> str | None:
+    """The sessions store's URL: ``$TURNMEMORY_STORE``, else the config file's ``[store] url``, else
+    ``None`` (SQLite in the user data directory). Reads no other setting."""
+    setting = _BY_NAME["store"]
+    found = next(_places(setting, read_inputs(config_path=config_path, env=env), None), None)
+    return None if found is None else str(_read(setting, found[0], found[1]))
 
 
 # -- credentials: checked when a client is opened -------------------------------------------------

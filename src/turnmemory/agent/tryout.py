@@ -4,8 +4,8 @@ A fresh workspace holds a tiny project (``stats.py`` and its unittest file); the
 (:mod:`turnmemory.testing`) answers the REPL's requests from :func:`session_script`: the model reads
 ``stats.py``, edits it, runs the tests (they fail), fixes the edit and runs them again. The user
 types any request, answers the permission prompts and sees tool lines, diffs, ``/context`` and
-``/memory`` as with a real model. Nothing leaves the machine; the workspace and its session database
-stay in a temporary directory afterwards.
+``/memory`` as with a real model. Nothing leaves the machine; the workspace and its own session
+database stay in a temporary directory afterwards, apart from the user's sessions and configuration.
 """
 
 from __future__ import annotations
@@ -124,6 +124,10 @@ def run_try() -> int:
     python, readable = _python()
     with FakeProviderServer(session_script(python), check=False) as server:
         flags = {"provider": "openai_chat", "model": MODEL, "base_url": server.base_url("openai_chat")}
-        config = replace(configure(Inputs(flags, env={})), sandbox_readable=readable)
+        config = replace(
+            configure(Inputs(flags, env={})),
+            sandbox_readable=readable,
+            store=f"sqlite://{root / 'sessions.sqlite3'}",  # apart from the user's own sessions
+        )
         print(_intro(workspace), flush=True)
         return run_chat(config, workspace=str(workspace), session=None, latest=False)
