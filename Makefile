@@ -3,7 +3,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-dev
 
-.PHONY: demo test bench lint typecheck clean
+.PHONY: demo check test bench lint typecheck clean
 
 $(BIN)/python:
 	@echo "==> creating the virtual environment $(VENV) (first run only)"
@@ -37,7 +37,19 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
+FAST_TESTS := tests/core tests/providers tests/testing tests/transcripts tests/llm
+# the library's tests; the agent's, the analysis' and the integrations' start processes and terminals
+
+check: $(STAMP)
+	@echo "==> make check: ruff, mypy --strict and the library's tests (1-2 minutes on two idle cores)"
+	$(BIN)/ruff check src tests benchmarks scripts
+	$(BIN)/ruff format --check src tests benchmarks scripts
+	$(BIN)/mypy
+	$(BIN)/python -m pytest -n 2 -q $(FAST_TESTS)
+
 test: $(STAMP)
+	@echo "==> make test: ruff, mypy --strict and the whole suite (about 5 minutes on two idle cores,"
+	@echo "    12 or more on a busy machine; make check is the quick check)"
 	$(BIN)/ruff check src tests benchmarks scripts
 	$(BIN)/mypy
 	$(BIN)/python -m pytest -n 2

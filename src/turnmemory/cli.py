@@ -1,4 +1,4 @@
-"""The ``turnmemory`` command: ``analyze``, ``run``, ``chat``, ``sessions``, ``show``, ``config``.
+"""The ``turnmemory`` command: ``analyze``, ``run``, ``chat``, ``sessions``, ``show``, ``config``, ``try``.
 
 Each area registers its own subcommands on the shared typer app; this module only assembles them. Help
 is plain text (it reads the same at 80 columns, piped or not); ``-h`` is ``--help``.
@@ -12,13 +12,14 @@ import sys
 
 def main(argv: list[str] | None = None) -> None:
     """Entry point of the ``turnmemory`` console script."""
+    args = sys.argv[1:] if argv is None else argv
+    if args == ["--version"]:  # answered without the extras, which a library-only install lacks
+        print(f"turnmemory {_version()}")
+        return
     try:
         import typer
     except ImportError:
-        print(
-            "turnmemory: the command line needs the 'agent' extra: pip install 'turnmemory[all]'",
-            file=sys.stderr,
-        )
+        print(f"turnmemory: the command line needs the 'agent' extra: {_install_hint()}", file=sys.stderr)
         raise SystemExit(2) from None
     app = typer.Typer(
         name="turnmemory",
@@ -39,7 +40,7 @@ def main(argv: list[str] | None = None) -> None:
             print(f"turnmemory {_version()}")
             raise typer.Exit(0)
 
-    for register in _registrars(sys.argv[1:] if argv is None else argv):
+    for register in _registrars(args):
         register(app)
     try:
         app(args=argv, prog_name="turnmemory")
@@ -58,8 +59,28 @@ def _version() -> str:
         return "unknown (not installed)"
 
 
+def _install_hint() -> str:
+    """How to add the extras to this installation: from the directory it was installed from (a
+    checkout, as its PEP 610 ``direct_url.json`` records), else from PyPI."""
+    import json
+    from importlib.metadata import PackageNotFoundError, distribution
+    from urllib.parse import unquote, urlparse
+
+    try:
+        origin = json.loads(distribution("turnmemory").read_text("direct_url.json") or "{}")
+    except (PackageNotFoundError, ValueError):
+        origin = {}
+    url = urlparse(origin.get("url", "")) if isinstance(origin, dict) else urlparse("")
+    if url.scheme != "file" or not isinstance(origin.get("dir_info"), dict):
+        return "pip install 'turnmemory[all]'"
+    place = unquote(url.path)
+    where = "." if os.path.realpath(place) == os.path.realpath(os.getcwd()) else place
+    editable = "-e " if origin["dir_info"].get("editable") else ""
+    return f"pip install {editable}'{where}[all]'"
+
+
 _AREAS: dict[str, tuple[str, ...]] = {
-    "turnmemory.agent.command": ("chat", "run", "sessions", "show", "rewind", "config"),
+    "turnmemory.agent.command": ("try", "chat", "run", "sessions", "show", "rewind", "config"),
     "turnmemory.analysis.command": ("analyze",),
 }
 """Each area's module and the subcommands its ``register(app)`` adds, in the order help lists them:

@@ -17,7 +17,7 @@ from typing import Any
 
 import pexpect
 
-from turnmemory.agent.config import AgentConfig
+from turnmemory.agent.config import AgentConfig, credentials
 from turnmemory.agent.permissions import Access, Permissions, dangerous_reason, parse_rules
 from turnmemory.llm import Client, Event, RetryPolicy, open_client
 from turnmemory.memory import Message
@@ -60,7 +60,7 @@ def fast_client(config: AgentConfig, session_id: str | None) -> Client:
         config.provider,
         model=config.model,
         base_url=config.base_url,
-        api_key=config.api_key,
+        api_key=credentials(config),
         region=config.region,
         session_id=session_id,
         retry=RetryPolicy(attempts=1),

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from turnmemory.agent.config import ConfigError, load_config
+from turnmemory.agent.config import ConfigError, credentials, load_config
 from turnmemory.agent.permissions import Rule
 
 KEYS = {"ANTHROPIC_API_KEY": "env-anthropic", "OPENAI_API_KEY": "env-openai"}
@@ -81,18 +81,11 @@ def test_the_config_file_comes_from_the_environment(tmp_path: Path) -> None:
     ("provider", "env", "message"),
     [
         (
-            "anthropic",
-            {},
-            "missing API key for anthropic: set ANTHROPIC_API_KEY or [providers.anthropic] api_key",
-        ),
-        ("gemini", {}, "missing API key for gemini: set GEMINI_API_KEY or GOOGLE_API_KEY"),
-        (
             "bedrock",
-            {"AWS_ACCESS_KEY_ID": "a", "AWS_SECRET_ACCESS_KEY": "b", "TURNMEMORY_MODEL": "m"},
-            "missing AWS region for bedrock",
+            {"AWS_REGION": "us-east-1"},
+            "missing model for bedrock: pass --model, set TURNMEMORY_MODEL",
         ),
-        ("bedrock", {"AWS_REGION": "us-east-1"}, "no model for bedrock"),
-        ("mistral", {}, "unknown provider 'mistral'"),
+        ("mistral", {}, "--provider must be one of anthropic, openai_chat"),
     ],
 )
 def test_missing_settings_are_one_line_errors(
@@ -102,6 +95,39 @@ def test_missing_settings_are_one_line_errors(
         load_config(provider=provider, env={"XDG_CONFIG_HOME": str(tmp_path), **env})
     assert message in str(caught.value)
     assert "\n" not in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("provider", "env", "message"),
+    [
+        (
+            "anthropic",
+            {},
+            "missing API key for anthropic: set ANTHROPIC_API_KEY or [providers.anthropic] api_key",
+        ),
+        ("gemini", {}, "missing API key for gemini: set GEMINI_API_KEY or GOOGLE_API_KEY"),
+        (
+            "bedrock",
+            {"AWS_ACCESS_KEY_ID": "a", "AWS_SECRET_ACCESS_KEY": "b", "TURNMEMORY_MODEL": "m"},
+            "missing AWS region for bedrock: set AWS_REGION or AWS_DEFAULT_REGION or [providers.bedrock] region",
+        ),
+    ],
+)
+def test_missing_credentials_stop_only_the_opening_of_a_client(
+    provider: str, env: dict[str, str], message: str, tmp_path: Path
+) -> None:
+    config = load_config(provider=provider, env={"XDG_CONFIG_HOME": str(tmp_path), **env})
+    with pytest.raises(ConfigError) as caught:
+        credentials(config)
+    assert message in str(caught.value)
+    assert "\n" not in str(caught.value)
+
+
+def test_a_key_from_the_config_file_opens_a_client(tmp_path: Path) -> None:
+    path = write(tmp_path, '[providers.gemini]\napi_key = "file-key-5b1"\n')
+    config = load_config(provider="gemini", config_path=path, env={})
+    assert credentials(config) == "file-key-5b1"
+    assert credentials(load_config(provider="gemini", config_path=path, env={"GOOGLE_API_KEY": "g"})) == "g"
 
 
 def test_bedrock_uses_the_aws_chain_and_a_region(tmp_path: Path) -> None:
@@ -116,7 +142,8 @@ def test_openai_compatible_servers_need_no_key(tmp_path: Path) -> None:
     config = load_config(
         provider="openai_chat", base_url="http://localhost:11434/v1", env={}, config_path=write(tmp_path, "")
     )
-    assert config.api_key is not None
+    assert config.api_key is None
+    assert credentials(config), "the SDK is given a stand-in key, the server ignores it"
 
 
 @pytest.mark.parametrize(
@@ -124,7 +151,7 @@ def test_openai_compatible_servers_need_no_key(tmp_path: Path) -> None:
     [
         ("provider = [", "invalid TOML"),
         ('modle = "x"', "unknown key 'modle'"),
-        ("[providers.claude]\nmodel = 'x'", "unknown provider [providers.claude]"),
+        ("[providers.claude]\nmodel = 'x'", "unknown key 'claude' in [providers]"),
         ("[providers.anthropic]\nkey = 'x'", "unknown key 'key' in [providers.anthropic]"),
         ("[permissions]\nallow = ['shell']", "unknown permission rule 'shell'"),
         ("[permissions]\nallow = 'bash'", "allow must be a list"),
@@ -143,14 +170,11 @@ def test_an_explicit_config_file_must_exist(tmp_path: Path) -> None:
         load_config(config_path=tmp_path / "missing.toml", env=KEYS)
 
 
-def test_switching_provider_resolves_its_own_settings(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_switching_provider_resolves_its_own_settings(tmp_path: Path) -> None:
     path = write(tmp_path, '[providers.openai_chat]\nmodel = "gpt-file"\napi_key = "file-key"\n')
-    config = load_config(config_path=path, env=KEYS, allow=["bash"])
-    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    monkeypatch.setenv("TURNMEMORY_MODEL", "ignored-for-another-provider")
+    env = {"ANTHROPIC_API_KEY": "a", "TURNMEMORY_MODEL": "ignored-for-another-provider"}
+    config = load_config(config_path=path, env=env, allow=["bash"], timeout=7)
     switched = config.switched("openai_chat")
     assert (switched.provider, switched.model, switched.api_key) == ("openai_chat", "gpt-file", "file-key")
-    assert switched.allow == (Rule("bash"),)
+    assert (switched.allow, switched.timeout) == ((Rule("bash"),), 7.0)
     assert config.switched(None, "claude-opus").model == "claude-opus"

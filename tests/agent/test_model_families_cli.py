@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from tests.agent._support import Run
 
-from turnmemory.agent.config import ConfigError, load_config, resolve
+from turnmemory.agent.config import ConfigError, Inputs, configure, load_config
 from turnmemory.testing import FakeProviderServer, Reply, ToolCall
 
 NINE = re.compile(r"[A-Za-z0-9]{9}")
@@ -118,7 +118,8 @@ def test_a_bad_setting_is_a_one_line_error(tmp_path: Path, section: str, expecte
 
 def test_the_settings_reach_the_config() -> None:
     table = {"providers": {"openai_chat": {"single_calls": False, "id_style": "compact"}}}
-    config = resolve(table, provider="openai_chat", env={"OPENAI_API_KEY": "k"}, path=None, extra_allow=())
+    flags = {"provider": "openai_chat"}
+    config = configure(Inputs(flags, {}, table, Path("config.toml")))
     assert (config.single_calls, config.id_style) == (False, "compact")
-    unset = resolve({}, provider="openai_chat", env={"OPENAI_API_KEY": "k"}, path=None, extra_allow=())
+    unset = configure(Inputs(flags, {}, {}, Path("config.toml")))
     assert (unset.single_calls, unset.id_style) == (None, None)

@@ -47,14 +47,22 @@ def test_the_flag_beats_the_environment_beats_the_file_beats_the_default(
         (
             "",
             "workspace",
-            "unknown sandbox mode 'workspace': expected one of workspace-write, read-only, off",
+            "--sandbox must be one of workspace-write, read-only, off, got 'workspace'",
         ),
-        ('[sandbox]\nmode = "none"\n', None, "unknown sandbox mode 'none'"),
+        (
+            '[sandbox]\nmode = "none"\n',
+            None,
+            "[sandbox] mode must be one of workspace-write, read-only, off, got 'none'",
+        ),
         ('sandbox = "off"\n', None, "[sandbox] must be a table"),
         ("[sandbox]\nnetwork = true\n", None, "unknown key 'network' in [sandbox]"),
         ('[sandbox]\nreadable = "~/.pyenv"\n', None, "[sandbox] readable must be a list of absolute paths"),
         ('[sandbox]\nreadable = ["tools"]\n', None, "[sandbox] readable must be a list of absolute paths"),
-        ('[sandbox]\nmode = ""\n', None, "mode must be a non-empty string"),
+        (
+            '[sandbox]\nmode = ""\n',
+            None,
+            "[sandbox] mode must be one of workspace-write, read-only, off, got ''",
+        ),
     ],
 )
 def test_a_bad_sandbox_setting_is_one_line(tmp_path: Path, text: str, flag: str | None, message: str) -> None:
@@ -66,7 +74,7 @@ def test_a_bad_sandbox_setting_is_one_line(tmp_path: Path, text: str, flag: str 
 def test_a_bad_sandbox_flag_is_a_usage_error(cli: Run) -> None:
     done = cli("run", "--sandbox", "loose", "hello", expect=2)
     assert done.stderr == (
-        "turnmemory: unknown sandbox mode 'loose': expected one of workspace-write, read-only, off\n"
+        "turnmemory: --sandbox must be one of workspace-write, read-only, off, got 'loose'\n"
     )
 
 

@@ -8,24 +8,12 @@ from contextlib import ExitStack, contextmanager
 
 from turnmemory.agent import _credentials
 from turnmemory.agent._spill import SpillArea
-from turnmemory.agent.config import AgentConfig, ConfigError
-from turnmemory.agent.loop import Agent, View
+from turnmemory.agent.config import AgentConfig, ConfigError, credentials
+from turnmemory.agent.loop import Agent, View, session_config
 from turnmemory.agent.permissions import Asker
-from turnmemory.agent.store import LoadedSession, SessionStore, open_store
+from turnmemory.agent.store import SessionStore, open_store
 
 __all__ = ["open_agent", "pick_session"]
-
-
-def _continued(config: AgentConfig, loaded: LoadedSession, view: View) -> AgentConfig:
-    """``config`` switched to the provider and model the session last used, when it can be opened."""
-    used = loaded.model
-    if used is None or used == (config.provider, config.model):
-        return config
-    try:
-        return config.switched(*used)
-    except ConfigError as error:
-        view.notice(f"the session last used {used[0]} {used[1]}, which cannot be opened here ({error})")
-        return config
 
 
 def pick_session(store: SessionStore, workspace: str, session: str | None, latest: bool) -> str | None:
@@ -74,7 +62,8 @@ def open_agent(
             store.claim(session_id)  # before reading: no other process appends to it from here on
             loaded = store.load(session_id, transcripts=False)
             if session_model:
-                config = _continued(config, loaded, view)
+                config = session_config(config, loaded.model, view.notice)
+        credentials(config)  # a missing key stops here, before any MCP server starts
         extra_tools = []
         catalogue = ""
         if config.mcp:

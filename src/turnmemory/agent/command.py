@@ -345,43 +345,52 @@ def config(
 
     Values come from flags, then TURNMEMORY_PROVIDER, TURNMEMORY_MODEL, TURNMEMORY_BASE_URL,
     TURNMEMORY_SANDBOX and the provider's key variable, then the TOML config file ($TURNMEMORY_CONFIG,
-    else the user config directory), then defaults. API keys are never printed.
+    else the user config directory), then defaults. API keys are never printed. Exit status 1 when a
+    key (or Bedrock's region or credentials) is missing: chat and run would stop for it.
     """
-    from turnmemory.agent._config_report import (
-        MISSING_KEY,
-        config_source,
-        describe_config,
-        render_settings,
-        with_missing_keys,
-    )
+    from turnmemory.agent._config_report import describe_config, render_settings
+    from turnmemory.agent.config import config_location, read_inputs
 
-    path, source = config_source(config_file, os.environ)
-    flags = {"provider": provider, "model": model, "base_url": base_url, "allow": allow, "sandbox": sandbox}
-    env = with_missing_keys(os.environ)
+    path, source = config_location(config_file, os.environ)
     try:
-        settings = load_config(
+        inputs = read_inputs(
+            config_path=config_file,
             provider=provider,
             model=model,
             base_url=base_url,
-            allow=allow or (),
-            config_path=config_file,
+            allow=allow,
             sandbox=sandbox,
-            env=env,
         )
+        entries = describe_config(inputs, path, source)
     except ConfigError as error:
         raise _fail(f"{error} (config file: {path}, from {source})") from None
-    described = describe_config(settings, flags=flags, env=env, config_path=path, config_source=source)
     if output == "json":
-        print(terminal_json({s.name: {"value": s.plain, "source": s.source} for s in described}))
-        return
-    width = max(80, shutil.get_terminal_size((80, 24)).columns) if sys.stdout.isatty() else 80
-    print("\n".join(terminal_safe(line) for line in render_settings(described, width)))
-    if settings.api_key == MISSING_KEY:
+        print(terminal_json({entry.name: entry.to_json() for entry in entries}))
+    else:
+        width = max(80, shutil.get_terminal_size((80, 24)).columns) if sys.stdout.isatty() else 80
+        print("\n".join(terminal_safe(line) for line in render_settings(entries, width)))
+    if any(entry.problem for entry in entries):
         raise typer.Exit(1)
 
 
+def try_() -> None:
+    """Try the agent without a key: a scripted model on the bundled fake provider.
+
+    A fresh workspace holds a small project; the model reads a file, edits it, runs a failing test
+    and fixes it, asking your permission as a real one would. Nothing leaves this machine.
+    """
+    from turnmemory.agent.tryout import run_try
+
+    try:
+        status = run_try()
+    except (ConfigError, SessionStoreError) as error:
+        raise _fail(str(error)) from None
+    raise typer.Exit(status)
+
+
 def register(app: typer.Typer) -> None:
-    """Add ``chat``, ``run``, ``sessions``, ``show``, ``rewind`` and ``config`` to the ``turnmemory`` command."""
+    """Add ``try``, ``chat``, ``run``, ``sessions``, ``show``, ``rewind`` and ``config`` to ``turnmemory``."""
+    app.command("try")(try_)
     app.command("chat")(chat)
     app.command("run")(run)
     app.command("sessions")(sessions)

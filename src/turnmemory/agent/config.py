@@ -1,4 +1,5 @@
-"""The agent's configuration: flags, then environment, then the TOML config file, then defaults.
+"""The agent's configuration: one table of settings, each read from its flag, then its environment
+variables, then its config-file keys, then its default.
 
 ::
 
@@ -43,23 +44,25 @@
     [store]                              # where sessions live (default: SQLite in the data directory)
     url = "postgresql://agent@db.internal/turnmemory"   # or "sqlite:///path/sessions.sqlite3"
 
-Environment: ``TURNMEMORY_PROVIDER``, ``TURNMEMORY_MODEL``, ``TURNMEMORY_BASE_URL``, ``TURNMEMORY_SANDBOX``,
-``TURNMEMORY_STORE`` (the sessions store's URL); keys from
-``ANTHROPIC_API_KEY``, ``OPENAI_API_KEY``, ``GEMINI_API_KEY`` or ``GOOGLE_API_KEY``; Bedrock uses the
-AWS credential chain and ``AWS_REGION`` / ``AWS_DEFAULT_REGION``. Every problem is a
-:class:`ConfigError` with a one-line message that names the missing or bad setting.
+:data:`SETTINGS` is the table: each row names a setting (a field of :class:`AgentConfig`), its type
+and bounds, its flag, environment variables and config-file keys in order of precedence. It is walked
+once (:func:`resolve`), recording each value with where it came from, which is what ``turnmemory
+config`` shows. API keys are checked when a client is opened (:func:`credentials`), not when the
+settings are read, so a configuration can be shown whatever it lacks. Every problem is a
+:class:`ConfigError` with a one-line message that names the setting and where it was given.
 """
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import tomllib
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any
+from typing import Any, Generic, TypeGuard, TypeVar
 
 from turnmemory.agent.compaction import COMPACTION_MODES, CompactionMode
 from turnmemory.agent.permissions import Rule, parse_rules
@@ -71,12 +74,24 @@ __all__ = [
     "CONFIG_ENV",
     "DEFAULT_MODELS",
     "KEY_VARIABLES",
+    "SETTINGS",
     "STORE_ENV",
     "AgentConfig",
     "ConfigError",
+    "Inputs",
+    "Kind",
+    "PerProvider",
+    "Setting",
+    "Value",
+    "config_location",
+    "configure",
+    "credentials",
     "default_config_path",
     "key_hint",
     "load_config",
+    "missing_credentials",
+    "read_inputs",
+    "resolve",
     "store_url",
 ]
 
@@ -84,7 +99,6 @@ CONFIG_ENV = "TURNMEMORY_CONFIG"
 STORE_ENV = "TURNMEMORY_STORE"
 """Environment variable naming the sessions store (a URL; see :func:`turnmemory.agent.store.open_store`)."""
 PROVIDER_NAMES = ("anthropic", "openai_chat", "openai_responses", "gemini", "bedrock")
-DEFAULT_PROVIDER = "anthropic"
 DEFAULT_MODELS: Mapping[str, str] = MappingProxyType(
     {
         "anthropic": "claude-sonnet-4-6",
@@ -104,57 +118,519 @@ KEY_VARIABLES: Mapping[str, tuple[str, ...]] = MappingProxyType(
     }
 )
 """The environment variables holding each provider's API key, in order of preference."""
-_SECONDS_KEYS = ("timeout", "connect_timeout", "deadline")
-"""Top-level keys in seconds: read and connect timeouts of provider requests, the deadline of a turn."""
-_TOKEN_KEYS = ("context_window", "context_reserve", "clear_at_least")
-"""Top-level keys in tokens: the model's context window, the output reserve, the reducer's chunk."""
-_TOP_KEYS = frozenset(
-    {
-        "provider",
-        "model",
-        "base_url",
-        "providers",
-        "permissions",
-        "mcp",
-        "sandbox",
-        "store",
-        "compaction",
-        *_SECONDS_KEYS,
-        *_TOKEN_KEYS,
-    }
-)
-_PROVIDER_KEYS = frozenset({"model", "base_url", "api_key", "region", "prices"})
-_PRICE_KEYS = frozenset({"input", "output", "cached_input"})
-_CHAT_KEYS = frozenset({"single_calls", "id_style"})
-"""Keys only ``[providers.openai_chat]`` takes: they force the history's form (see ``openai_chat.family``)."""
-_ID_STYLES: tuple[IdStyle, ...] = ("historical", "compact")
-_KEYLESS_PLACEHOLDER = "not-needed"
-_RUN_VARIABLES = frozenset({"TURNMEMORY_PROVIDER", "TURNMEMORY_MODEL", "TURNMEMORY_BASE_URL"})
+_KEYLESS = "not-needed"
+"""The key sent to an OpenAI-compatible server configured without one (the SDK wants a key)."""
+_PRICE_KINDS = ("input", "output", "cached_input")
+
+T = TypeVar("T")
 
 
 class ConfigError(ValueError):
     """A configuration problem, in one line naming the setting."""
 
 
+# -- the kinds of value --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Kind:
+    """A setting's type and bounds, and how ``turnmemory config`` shows a value of it.
+
+    ``read`` turns what a flag, an environment variable (text) or a config-file key holds into the
+    value, or raises ``ValueError``: with a message when it has more to say than "must be
+    ``expected``". ``show`` is the value as text, ``plain`` as JSON.
+    """
+
+    expected: str
+    read: Callable[[Any], Any]
+    show: Callable[[Any], str] = str
+    plain: Callable[[Any], Any] = lambda value: value
+
+
+def _text(value: object) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise ValueError
+    return value.strip()
+
+
+def _number(value: object) -> TypeGuard[int | float]:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _seconds(value: object) -> float:
+    if not _number(value) or not value > 0:
+        raise ValueError
+    return float(value)
+
+
+def _tokens(value: object) -> int:
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        raise ValueError
+    return value
+
+
+def _switch(value: object) -> bool:
+    if not isinstance(value, bool):
+        raise ValueError
+    return value
+
+
+def _strings(value: object) -> list[str]:
+    if not isinstance(value, list | tuple) or not all(isinstance(item, str) for item in value):
+        raise ValueError
+    return list(value)
+
+
+def _rules(value: object) -> tuple[Rule, ...]:
+    return parse_rules(_strings(value))
+
+
+def _paths(value: object) -> tuple[str, ...]:
+    paths = _strings(value)
+    if not all(os.path.isabs(os.path.expanduser(path)) for path in paths):
+        raise ValueError
+    return tuple(paths)
+
+
+def _prices(value: object) -> Mapping[str, float]:
+    if not isinstance(value, Mapping) or set(value) - set(_PRICE_KINDS):
+        raise ValueError
+    for kind, price in value.items():
+        if not _number(price) or price < 0:
+            raise ValueError(f"prices.{kind} must be USD per million tokens, got {price!r}")
+    return MappingProxyType({kind: float(price) for kind, price in value.items()})
+
+
+def _table(value: object) -> Mapping[str, Any]:
+    if not isinstance(value, Mapping):
+        raise ValueError
+    return value
+
+
+def _servers(value: Mapping[str, Any]) -> list[str]:
+    servers = value.get("servers", {})
+    return sorted(servers) if isinstance(servers, Mapping) else []
+
+
+def _printable_url(url: str) -> str:
+    from turnmemory.agent.store import printable_url
+
+    return printable_url(url)
+
+
+def choice(*options: str) -> Kind:
+    """One of ``options``, exactly."""
+
+    def read(value: object) -> str:
+        if value not in options:
+            raise ValueError
+        return str(value)
+
+    return Kind(f"one of {', '.join(options)}", read)
+
+
+TEXT = Kind("a non-empty string", _text)
+SECRET = Kind("a non-empty string", _text, show=lambda _: "set (hidden)", plain=lambda _: "hidden")
+SECONDS = Kind("a positive number of seconds", _seconds, show=lambda value: f"{value:g} s")
+TOKENS = Kind("a whole number of tokens", _tokens, show=lambda value: f"{value:,} tokens")
+SWITCH = Kind("true or false", _switch, show=lambda value: "true" if value else "false")
+RULES = Kind(
+    "a list of rules",
+    _rules,
+    show=lambda rules: ", ".join(map(str, rules)),
+    plain=lambda rules: [str(rule) for rule in rules],
+)
+PATHS = Kind("a list of absolute paths (or ~/...)", _paths, show=", ".join, plain=list)
+PRICES = Kind(
+    f"a table of {', '.join(_PRICE_KINDS)} in USD per million tokens",
+    _prices,
+    show=lambda prices: ", ".join(f"{kind} {price:g}" for kind, price in prices.items()) + " USD/Mtok",
+    plain=dict,
+)
+SECRET_URL = Kind("a URL", _text, show=lambda url: _printable_url(url), plain=lambda url: _printable_url(url))
+"""A URL that may hold a password: shown without it (see :func:`turnmemory.agent.store.printable_url`)."""
+SERVERS = Kind("a table", _table, show=lambda table: ", ".join(_servers(table)) or "none", plain=_servers)
+"""The ``[mcp]`` table: read whole here (see :mod:`turnmemory.agent.mcp`), shown by its server names."""
+
+
+# -- the table ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class PerProvider(Generic[T]):
+    """A setting's default, or its environment variables, as they differ from provider to provider."""
+
+    values: Mapping[str, T]
+
+    def get(self, provider: str | None) -> T | None:
+        """The value for ``provider`` (``None`` where it has none)."""
+        return self.values.get(provider) if provider is not None else None
+
+
+@dataclass(frozen=True, slots=True)
+class Setting:
+    """One row of :data:`SETTINGS`: a field of :class:`AgentConfig` and where its value is read from.
+
+    Precedence is the order of the places: ``flag`` (the command line's option), then ``env`` (each
+    variable in order), then ``file`` (dotted config-file keys in order; ``{provider}`` stands for the
+    chosen provider), then ``default`` (``None``: :class:`AgentConfig`'s own). With ``adds`` every
+    place adds to the value instead (the file's rules, then the flag's). ``providers`` are those the
+    setting applies to; ``required`` settings must have a value; ``what`` names the setting in
+    messages and ``unset`` says in ``turnmemory config`` what having no value means; ``label`` is the
+    name ``turnmemory config`` shows (default: ``name``).
+    """
+
+    name: str
+    kind: Kind
+    flag: str | None = None
+    env: tuple[str, ...] | PerProvider[tuple[str, ...]] = ()
+    file: tuple[str, ...] = ()
+    default: Any = None
+    providers: tuple[str, ...] = PROVIDER_NAMES
+    required: bool = False
+    adds: bool = False
+    what: str = ""
+    unset: str = "none"
+    label: str = ""
+
+    @property
+    def per_provider(self) -> bool:
+        """Chosen with the provider (``provider`` itself and the settings under ``[providers.NAME]``).
+
+        A switch to another provider reads them again for it, without the flag and the provider-neutral
+        environment variables given for the first one; the config file's top-level key of such a
+        setting belongs to the file's own ``provider``.
+        """
+        return self.name == "provider" or any(key.startswith("providers.") for key in self.file)
+
+    def variables(self, provider: str | None) -> tuple[str, ...]:
+        """The environment variables of this setting for ``provider``."""
+        return (self.env.get(provider) or ()) if isinstance(self.env, PerProvider) else self.env
+
+    def keys(self, provider: str | None) -> tuple[str, ...]:
+        """The config-file keys of this setting for ``provider``, dotted."""
+        if provider is None:
+            return tuple(key for key in self.file if "{provider}" not in key)
+        return tuple(key.format(provider=provider) for key in self.file)
+
+    def hint(self, provider: str | None) -> str:
+        """Where to give this setting: ``pass --model, set TURNMEMORY_MODEL or [providers.x] model``."""
+        places = [*self.variables(provider), *(_label(key) for key in self.keys(provider)[:1])]
+        said = ([f"pass {self.flag}"] if self.flag else []) + (
+            ["set " + " or ".join(places)] if places else []
+        )
+        return ", ".join(said)
+
+    def missing(self, provider: str) -> str:
+        """The one-line message for this setting missing for ``provider``."""
+        return f"missing {self.what or self.name} for {provider}: {self.hint(provider)}"
+
+
+SETTINGS: tuple[Setting, ...] = (
+    Setting(
+        "provider",
+        choice(*PROVIDER_NAMES),
+        flag="--provider",
+        env=("TURNMEMORY_PROVIDER",),
+        file=("provider",),
+        default="anthropic",
+    ),
+    Setting(
+        "model",
+        TEXT,
+        flag="--model",
+        env=("TURNMEMORY_MODEL",),
+        file=("providers.{provider}.model", "model"),
+        default=PerProvider(DEFAULT_MODELS),
+        required=True,
+    ),
+    Setting(
+        "base_url",
+        TEXT,
+        flag="--base-url",
+        env=("TURNMEMORY_BASE_URL",),
+        file=("providers.{provider}.base_url", "base_url"),
+        unset="the provider's own",
+    ),
+    Setting(
+        "api_key",
+        SECRET,
+        label="api key",
+        env=PerProvider(KEY_VARIABLES),
+        file=("providers.{provider}.api_key",),
+        providers=("anthropic", "openai_chat", "openai_responses", "gemini"),
+        what="API key",
+        unset="none (an OpenAI-compatible server needs none)",
+    ),
+    Setting(
+        "region",
+        TEXT,
+        env=PerProvider({"bedrock": ("AWS_REGION", "AWS_DEFAULT_REGION")}),
+        file=("providers.{provider}.region",),
+        providers=("bedrock",),
+        what="AWS region",
+    ),
+    Setting(
+        "single_calls",
+        SWITCH,
+        file=("providers.{provider}.single_calls",),
+        providers=("openai_chat",),
+        unset="by model family",
+    ),
+    Setting(
+        "id_style",
+        choice("historical", "compact"),
+        file=("providers.{provider}.id_style",),
+        providers=("openai_chat",),
+        unset="by model family",
+    ),
+    Setting("prices", PRICES, file=("providers.{provider}.prices",), unset="none (no cost line)"),
+    Setting(
+        "allow",
+        RULES,
+        flag="--allow",
+        file=("permissions.allow",),
+        adds=True,
+        unset="none (reads in the workspace only)",
+    ),
+    Setting(
+        "sandbox",
+        choice(*SANDBOX_MODES),
+        flag="--sandbox",
+        env=("TURNMEMORY_SANDBOX",),
+        file=("sandbox.mode",),
+    ),
+    Setting("sandbox_readable", PATHS, file=("sandbox.readable",)),
+    Setting("mcp", SERVERS, file=("mcp",), label="mcp servers"),
+    Setting("store", SECRET_URL, env=(STORE_ENV,), file=("store.url",), label="session database"),
+    Setting("timeout", SECONDS, flag="--timeout", file=("timeout",), unset="the client's default"),
+    Setting("connect_timeout", SECONDS, file=("connect_timeout",), unset="the client's default"),
+    Setting("deadline", SECONDS, flag="--deadline", file=("deadline",)),
+    Setting("context_window", TOKENS, file=("context_window",), unset="the model's"),
+    Setting("context_reserve", TOKENS, file=("context_reserve",), unset="the client's default"),
+    Setting("clear_at_least", TOKENS, file=("clear_at_least",), unset="a fifth of the window"),
+    Setting("compaction", choice(*COMPACTION_MODES), file=("compaction",)),
+)
+"""Every setting, in the order they are resolved (``provider`` first: the others may depend on it).
+
+A new setting is a row here and a field of :class:`AgentConfig` (and, with a flag, an option of the
+commands that take it); its flag, environment variable and config-file key then work, and ``turnmemory
+config`` shows it.
+"""
+
+_BY_NAME = {setting.name: setting for setting in SETTINGS}
+_FLAGS = frozenset(setting.name for setting in SETTINGS if setting.flag)
+
+
+def _known_keys() -> dict[str, Any]:
+    """The config file's key tree: a table for each prefix of a setting's key, ``None`` at each key."""
+    tree: dict[str, Any] = {}
+    for setting in SETTINGS:
+        for provider in setting.providers:
+            for key in setting.keys(provider):
+                *parents, leaf = key.split(".")
+                node = tree
+                for part in parents:
+                    node = node.setdefault(part, {})
+                node[leaf] = None
+    return tree
+
+
+_KEYS = _known_keys()
+
+
+# -- where values come from -----------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Inputs:
+    """What settings are read from: the command line's values (by setting name; ``None``: not
+    given), the environment, and the parsed config file at ``path`` (``None``: no file)."""
+
+    flags: Mapping[str, Any] = field(default_factory=dict)
+    env: Mapping[str, str] = field(default_factory=lambda: os.environ)
+    table: Mapping[str, Any] = field(default_factory=dict)
+    path: Path | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Value:
+    """A resolved setting: its value and where it came from (``--model``, ``TURNMEMORY_MODEL``,
+    ``config file (config.toml): [providers.anthropic] model``, ``default``...)."""
+
+    value: Any
+    source: str
+
+
+def default_config_path() -> Path:
+    """``platformdirs.user_config_dir("turnmemory")/config.toml``."""
+    import platformdirs
+
+    return Path(platformdirs.user_config_dir("turnmemory")) / "config.toml"
+
+
+def config_location(config_path: str | Path | None, env: Mapping[str, str]) -> tuple[Path, str]:
+    """The config file to read, and why: ``--config``, ``$TURNMEMORY_CONFIG`` or the default location."""
+    if config_path:
+        return Path(config_path).expanduser(), "--config"
+    if env.get(CONFIG_ENV):
+        return Path(env[CONFIG_ENV]).expanduser(), CONFIG_ENV
+    return default_config_path(), "default location"
+
+
+def read_inputs(
+    *, config_path: str | Path | None = None, env: Mapping[str, str] | None = None, **flags: Any
+) -> Inputs:
+    """The flags, ``env`` (default: the process's) and the config file (``config_path``, else
+    ``$TURNMEMORY_CONFIG``, else the default location, which may be absent), its keys checked."""
+    unknown = sorted(set(flags) - _FLAGS)
+    if unknown:
+        raise TypeError(f"no setting has a flag named {unknown[0]!r}")
+    env = os.environ if env is None else env
+    path, source = config_location(config_path, env)
+    if source != "default location" and not path.is_file():
+        raise ConfigError(f"config file not found: {path}")
+    if not path.is_file():
+        return Inputs(flags, env)
+    table = _read_table(path)
+    _check_keys(table, _KEYS, (), path)
+    return Inputs(flags, env, table, path)
+
+
+def _read_table(path: Path) -> dict[str, Any]:
+    try:
+        with open(path, "rb") as handle:
+            return tomllib.load(handle)
+    except OSError as error:
+        raise ConfigError(f"cannot read config file {path}: {error.strerror}") from None
+    except tomllib.TOMLDecodeError as error:
+        raise ConfigError(f"{path}: invalid TOML ({error})") from None
+    except UnicodeDecodeError as error:
+        raise ConfigError(f"{path}: not UTF-8 text (byte {error.start}); TOML files are UTF-8") from None
+
+
+def _check_keys(
+    table: Mapping[str, Any], known: Mapping[str, Any], prefix: tuple[str, ...], path: Path
+) -> None:
+    """Every key of ``table`` is one a setting reads, and every table on the way to one is a table."""
+    for key, value in table.items():
+        if key not in known:
+            where = f" in [{'.'.join(prefix)}]" if prefix else ""
+            raise ConfigError(f"{path}: unknown key {key!r}{where} (expected {', '.join(sorted(known))})")
+        below = known[key]
+        if below is None:
+            continue
+        if not isinstance(value, Mapping):
+            raise ConfigError(f"{path}: [{'.'.join((*prefix, key))}] must be a table")
+        _check_keys(value, below, (*prefix, key), path)
+
+
+def _label(key: str) -> str:
+    """A dotted config-file key as TOML shows it: ``[providers.anthropic] model``."""
+    parent, _, leaf = key.rpartition(".")
+    return f"[{parent}] {leaf}" if parent else leaf
+
+
+def _lookup(table: Mapping[str, Any], key: str) -> Any:
+    for part in key.split("."):
+        if not isinstance(table, Mapping) or part not in table:
+            return None
+        table = table[part]
+    return table
+
+
+# -- the walk -------------------------------------------------------------------------------------
+
+
+def _places(setting: Setting, inputs: Inputs, provider: str | None) -> Iterator[tuple[Any, str, str]]:
+    """What each place holds for ``setting``, in order of precedence: ``(raw value, the place as an
+    error names it, the place as a source)``; places that hold nothing are left out."""
+    given = inputs.flags.get(setting.name)
+    if setting.flag and given is not None and given != [] and given != ():
+        yield given, setting.flag, setting.flag
+    for variable in setting.variables(provider):
+        if inputs.env.get(variable):
+            yield inputs.env[variable], variable, variable
+    if inputs.path is None:
+        return
+    file_provider = inputs.table.get("provider")
+    for key in setting.keys(provider):
+        if (
+            setting.name != "provider"
+            and setting.per_provider
+            and file_provider not in (None, provider)
+            and "." not in key
+        ):
+            continue  # the top-level model (or base_url) is the file's provider's
+        raw = _lookup(inputs.table, key)
+        if raw is not None:
+            yield raw, f"{inputs.path}: {_label(key)}", f"config file ({inputs.path.name}): {_label(key)}"
+
+
+def _read(setting: Setting, raw: Any, where: str) -> Any:
+    try:
+        return setting.kind.read(raw)
+    except ValueError as error:
+        if error.args:
+            raise ConfigError(f"{where}: {error}") from None
+        got = "" if setting.kind is SECRET else f", got {raw!r}"  # a secret is never echoed
+        raise ConfigError(f"{where} must be {setting.kind.expected}{got}") from None
+
+
+def resolve(inputs: Inputs) -> dict[str, Value]:
+    """Walk :data:`SETTINGS` once: each setting that has a value, with where it came from.
+
+    A setting takes the first place that holds it (an ``adds`` setting every place, lowest first),
+    else its default; settings of other providers than the chosen one are left out, as are those
+    without a value (:class:`AgentConfig` has their defaults).
+    """
+    values: dict[str, Value] = {}
+    for setting in SETTINGS:
+        provider = values["provider"].value if "provider" in values else None
+        if provider is not None and provider not in setting.providers:
+            continue
+        found = list(_places(setting, inputs, provider))
+        if setting.adds and found:
+            read = [(_read(setting, raw, where), source) for raw, where, source in reversed(found)]
+            values[setting.name] = Value(
+                tuple(item for value, _ in read for item in value), " + ".join(source for _, source in read)
+            )
+        elif found:
+            raw, where, source = found[0]
+            values[setting.name] = Value(_read(setting, raw, where), source)
+        elif isinstance(setting.default, PerProvider) and setting.default.get(provider) is not None:
+            values[setting.name] = Value(setting.default.get(provider), f"default for {provider}")
+        elif setting.default is not None and not isinstance(setting.default, PerProvider):
+            values[setting.name] = Value(setting.default, "default")
+        elif setting.required:
+            raise ConfigError(setting.missing(str(provider)))
+    return values
+
+
+# -- the resolved configuration -------------------------------------------------------------------
+
+
 @dataclass(frozen=True, slots=True)
 class AgentConfig:
-    """The resolved settings of one agent run."""
+    """The resolved settings of one agent run (one field per row of :data:`SETTINGS`)."""
 
     provider: str
     model: str
     base_url: str | None = None
     api_key: str | None = field(default=None, repr=False)
+    """The provider's API key (``None``: none configured; see :func:`credentials`)."""
     region: str | None = None
-    allow: tuple[Rule, ...] = ()
-    mcp: Mapping[str, Any] = field(default_factory=dict)
-    path: Path | None = None
-    sandbox: SandboxMode = "workspace-write"
-    """Where bash runs: ``workspace-write``, ``read-only`` or ``off`` (see :mod:`turnmemory.agent.sandbox`)."""
-    sandbox_readable: tuple[str, ...] = ()
     single_calls: bool | None = None
     """OpenAI Chat: force one call per assistant message (``True``) or batches (``False``); ``None``: by model."""
     id_style: IdStyle | None = None
     """OpenAI Chat: force ``"historical"`` or ``"compact"`` call ids; ``None``: by model."""
+    prices: Mapping[str, float] | None = None
+    """USD per million tokens (``input``, ``output``, ``cached_input``) for the REPL's cost line."""
+    allow: tuple[Rule, ...] = ()
+    sandbox: SandboxMode = "workspace-write"
+    """Where bash runs: ``workspace-write``, ``read-only`` or ``off`` (see :mod:`turnmemory.agent.sandbox`)."""
+    sandbox_readable: tuple[str, ...] = ()
+    mcp: Mapping[str, Any] = field(default_factory=dict)
     timeout: float | None = None
     """Seconds to wait for the next bytes of a provider response (``None``: the client's default, 300)."""
     connect_timeout: float | None = None
@@ -169,276 +645,102 @@ class AgentConfig:
     """Fewest tokens the in-turn reducer clears at a time (``None``: a fifth of the window)."""
     compaction: CompactionMode = "summary"
     """What happens to the oldest turns when the history nears the window."""
-    prices: Mapping[str, float] | None = None
-    """USD per million tokens (``input``, ``output``, ``cached_input``) for the REPL's cost line."""
     store: str | None = field(default=None, repr=False)
     """The sessions store's URL (``None``: SQLite in the user data directory); it may hold a password."""
 
-    table: Mapping[str, Any] = field(default_factory=dict, repr=False, compare=False)
-    """The parsed config file (for switching provider later)."""
+    path: Path | None = None
+    """The config file read, if any."""
+    inputs: Inputs = field(default_factory=Inputs, repr=False, compare=False)
+    """What the settings were read from (a switch of provider reads its settings from them again)."""
 
     def switched(self, provider: str | None = None, model: str | None = None) -> AgentConfig:
         """These settings for another provider and/or model (the REPL's ``/model``).
 
-        A new provider gets its own model, base URL and key from the environment and config file;
-        the allow rules and the sandbox stay.
+        A new provider's own settings (:attr:`Setting.per_provider`) are read again for it; the
+        others stay as they are.
         """
         provider = provider or self.provider
         if provider == self.provider:
             return replace(self, model=model or self.model)
-        env = {key: value for key, value in os.environ.items() if key not in _RUN_VARIABLES}
-        fresh = resolve(self.table, provider=provider, model=model, env=env, path=self.path, extra_allow=())
-        return replace(
-            fresh,
-            allow=self.allow,
-            sandbox=self.sandbox,
-            sandbox_readable=self.sandbox_readable,
-            timeout=self.timeout,
-            connect_timeout=self.connect_timeout,
-            deadline=self.deadline,
-            store=self.store,
+        neutral = {
+            variable
+            for setting in SETTINGS
+            if setting.per_provider and not isinstance(setting.env, PerProvider)
+            for variable in setting.env
+        }
+        inputs = replace(
+            self.inputs,
+            flags={"provider": provider, "model": model},
+            env={name: text for name, text in self.inputs.env.items() if name not in neutral},
         )
+        kept = {setting.name: getattr(self, setting.name) for setting in SETTINGS if not setting.per_provider}
+        return replace(configure(inputs), **kept)
 
 
-def default_config_path() -> Path:
-    """``platformdirs.user_config_dir("turnmemory")/config.toml``."""
-    import platformdirs
-
-    return Path(platformdirs.user_config_dir("turnmemory")) / "config.toml"
+def configure(inputs: Inputs, values: Mapping[str, Value] | None = None) -> AgentConfig:
+    """The configuration ``inputs`` give (``values``: their :func:`resolve`, when already walked)."""
+    values = resolve(inputs) if values is None else values
+    config = AgentConfig(
+        **{name: value.value for name, value in values.items()}, path=inputs.path, inputs=inputs
+    )
+    try:
+        ContextLimits.of(
+            config.model,
+            window=config.context_window,
+            reserve=config.context_reserve,
+            clear_at_least=config.clear_at_least,
+        )
+    except ValueError as error:
+        raise ConfigError(f"{inputs.path or 'config'}: {error}") from None
+    return config
 
 
 def load_config(
-    *,
-    provider: str | None = None,
-    model: str | None = None,
-    base_url: str | None = None,
-    allow: Sequence[str] = (),
-    config_path: str | Path | None = None,
-    env: Mapping[str, str] | None = None,
-    sandbox: str | None = None,
-    timeout: float | None = None,
-    deadline: float | None = None,
+    *, config_path: str | Path | None = None, env: Mapping[str, str] | None = None, **flags: Any
 ) -> AgentConfig:
-    """Resolve the settings from flags (the arguments), ``env``, the config file and defaults."""
-    env = os.environ if env is None else env
-    explicit = config_path or env.get(CONFIG_ENV) or None
-    path = Path(explicit).expanduser() if explicit else default_config_path()
-    if explicit and not path.is_file():
-        raise ConfigError(f"config file not found: {path}")
-    table = _read_table(path) if path.is_file() else {}
-    config = resolve(
-        table,
-        provider=provider,
-        model=model,
-        base_url=base_url,
-        env=env,
-        path=path if path.is_file() else None,
-        extra_allow=allow,
-    )
-    mode, readable = _sandbox(table, sandbox or env.get("TURNMEMORY_SANDBOX"), str(path))
-    flags = {"timeout": timeout, "deadline": deadline}
-    timeout, connect_timeout, deadline = _seconds(table, str(path), flags)
-    return replace(
-        config,
-        store=env.get(STORE_ENV) or _store(table, str(path)),
-        sandbox=mode,
-        sandbox_readable=readable,
-        timeout=timeout,
-        connect_timeout=connect_timeout,
-        deadline=deadline,
-    )
+    """Resolve the settings from ``flags`` (the command line's values by setting name: ``provider``,
+    ``model``, ``base_url``, ``allow``, ``sandbox``, ``timeout``, ``deadline``), ``env``, the config
+    file and the defaults."""
+    return configure(read_inputs(config_path=config_path, env=env, **flags))
 
 
 def store_url(config_path: str | Path | None = None, env: Mapping[str, str] | None = None) -> str | None:
     """The sessions store's URL: ``$TURNMEMORY_STORE``, else the config file's ``[store] url``, else
-    ``None`` (SQLite in the user data directory). Reads nothing else of the file."""
-    env = os.environ if env is None else env
-    if env.get(STORE_ENV):
-        return env[STORE_ENV]
-    explicit = config_path or env.get(CONFIG_ENV) or None
-    path = Path(explicit).expanduser() if explicit else default_config_path()
-    return _store(_read_table(path), str(path)) if path.is_file() else None
+    ``None`` (SQLite in the user data directory). Reads no other setting."""
+    setting = _BY_NAME["store"]
+    found = next(_places(setting, read_inputs(config_path=config_path, env=env), None), None)
+    return None if found is None else str(_read(setting, found[0], found[1]))
 
 
-def _store(table: Mapping[str, Any], where: str) -> str | None:
-    section = table.get("store", {})
-    if not isinstance(section, Mapping):
-        raise ConfigError(f"{where}: [store] must be a table")
-    unknown = set(section) - {"url"}
-    if unknown:
-        raise ConfigError(f"{where}: unknown key {sorted(unknown)[0]!r} in [store]")
-    return _string(section, "url", f"{where} [store]")
+# -- credentials: checked when a client is opened -------------------------------------------------
 
 
-def resolve(
-    table: Mapping[str, Any],
-    *,
-    provider: str | None = None,
-    model: str | None = None,
-    base_url: str | None = None,
-    env: Mapping[str, str],
-    path: Path | None,
-    extra_allow: Sequence[str],
-) -> AgentConfig:
-    """Combine flags, environment and a parsed config table into an :class:`AgentConfig`."""
-    where = str(path) if path is not None else "config"
-    configured_provider = _string(table, "provider", where)
-    chosen = provider or env.get("TURNMEMORY_PROVIDER") or configured_provider or DEFAULT_PROVIDER
-    if chosen not in PROVIDER_NAMES:
-        raise ConfigError(f"unknown provider {chosen!r}: expected one of {', '.join(PROVIDER_NAMES)}")
-    same = configured_provider in (None, chosen)
-    section = _provider_table(table, chosen, where)
-    chosen_model = (
-        model
-        or env.get("TURNMEMORY_MODEL")
-        or _string(section, "model", f"{where} [providers.{chosen}]")
-        or (_string(table, "model", where) if same else None)
-        or DEFAULT_MODELS.get(chosen)
-    )
-    if not chosen_model:
-        raise ConfigError(
-            f"no model for {chosen}: pass --model, set TURNMEMORY_MODEL or [providers.{chosen}] model"
-        )
-    url = (
-        base_url
-        or env.get("TURNMEMORY_BASE_URL")
-        or _string(section, "base_url", f"{where} [providers.{chosen}]")
-        or (_string(table, "base_url", where) if same else None)
-    )
-    api_key, region = _credentials(chosen, section, env, url, where)
-    permissions = table.get("permissions", {})
-    if not isinstance(permissions, Mapping) or not isinstance(permissions.get("allow", []), list):
-        raise ConfigError(f"{where}: [permissions] allow must be a list of rules")
-    unknown = set(permissions) - {"allow"}
-    if unknown:
-        raise ConfigError(f"{where}: unknown key {sorted(unknown)[0]!r} in [permissions]")
-    try:
-        rules = parse_rules([*(str(rule) for rule in permissions.get("allow", [])), *extra_allow])
-    except ValueError as error:
-        raise ConfigError(str(error)) from None
-    mcp = table.get("mcp", {})
-    if not isinstance(mcp, Mapping):
-        raise ConfigError(f"{where}: [mcp] must be a table")
-    label = f"{where} [providers.{chosen}]"
-    single_calls = section.get("single_calls")
-    if single_calls is not None and not isinstance(single_calls, bool):
-        raise ConfigError(f"{label}: single_calls must be true or false")
-    chosen_ids = _string(section, "id_style", label)
-    id_style = next((style for style in _ID_STYLES if style == chosen_ids), None)
-    if chosen_ids is not None and id_style is None:
-        raise ConfigError(f"{label}: id_style must be one of {', '.join(_ID_STYLES)}, got {chosen_ids!r}")
-    return AgentConfig(
-        provider=chosen,
-        model=chosen_model,
-        base_url=url,
-        api_key=api_key,
-        region=region,
-        allow=rules,
-        mcp=mcp,
-        path=path,
-        table=table,
-        single_calls=single_calls,
-        id_style=id_style,
-        prices=_prices(section, label),
-        **_context(table, where, chosen_model),
-    )
-
-
-def _prices(section: Mapping[str, Any], label: str) -> Mapping[str, float] | None:
-    """``[providers.NAME.prices]``: non-negative USD per million tokens, by kind of token."""
-    prices = section.get("prices")
-    if prices is None:
-        return None
-    if not isinstance(prices, Mapping) or set(prices) - _PRICE_KEYS:
-        raise ConfigError(f"{label} prices: expected a table of {', '.join(sorted(_PRICE_KEYS))}")
-    for kind, value in prices.items():
-        if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value < float("inf"):
-            raise ConfigError(f"{label} prices.{kind}: expected USD per million tokens, got {value!r}")
-    return MappingProxyType({kind: float(value) for kind, value in prices.items()})
-
-
-def _context(table: Mapping[str, Any], where: str, model: str) -> dict[str, Any]:
-    """The context settings of the config file for ``model``: token counts and the compaction mode."""
-    chosen: dict[str, Any] = {}
-    for key in _TOKEN_KEYS:
-        value = table.get(key)
-        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
-            raise ConfigError(f"{where}: {key} must be a whole number of tokens, got {value!r}")
-        chosen[key] = value
-    try:
-        ContextLimits.of(
-            model,
-            window=chosen["context_window"],
-            reserve=chosen["context_reserve"],
-            clear_at_least=chosen["clear_at_least"],
-        )
-    except ValueError as error:
-        raise ConfigError(f"{where}: {error}") from None
-    mode = table.get("compaction", "summary")
-    if mode not in COMPACTION_MODES:
-        raise ConfigError(f"{where}: compaction must be one of {', '.join(COMPACTION_MODES)}, got {mode!r}")
-    chosen["compaction"] = mode
-    return chosen
-
-
-def _sandbox(table: Mapping[str, Any], chosen: str | None, where: str) -> tuple[SandboxMode, tuple[str, ...]]:
-    section = table.get("sandbox", {})
-    if not isinstance(section, Mapping):
-        raise ConfigError(f"{where}: [sandbox] must be a table")
-    unknown = set(section) - {"mode", "readable"}
-    if unknown:
-        raise ConfigError(f"{where}: unknown key {sorted(unknown)[0]!r} in [sandbox]")
-    mode = chosen or _string(section, "mode", f"{where} [sandbox]") or "workspace-write"
-    if mode not in SANDBOX_MODES:
-        raise ConfigError(f"unknown sandbox mode {mode!r}: expected one of {', '.join(SANDBOX_MODES)}")
-    readable = section.get("readable", [])
-    if not isinstance(readable, list) or not all(
-        isinstance(p, str) and os.path.isabs(os.path.expanduser(p)) for p in readable
-    ):
-        raise ConfigError(f"{where}: [sandbox] readable must be a list of absolute paths (or ~/...)")
-    return mode, tuple(readable)
-
-
-def _seconds(
-    table: Mapping[str, Any], where: str, flags: Mapping[str, float | None]
-) -> tuple[float | None, float | None, float | None]:
-    """The read timeout, connect timeout and turn deadline: flags first, then the config file's keys."""
-    chosen: dict[str, float | None] = {}
-    for key in _SECONDS_KEYS:
-        flag = flags.get(key)
-        value = flag if flag is not None else table.get(key)
-        source = f"--{key}" if flag is not None else f"{where}: {key}"
-        if value is not None and (
-            isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value < float("inf")
-        ):
-            raise ConfigError(f"{source} must be a positive number of seconds, got {value!r}")
-        chosen[key] = None if value is None else float(value)
-    return chosen["timeout"], chosen["connect_timeout"], chosen["deadline"]
-
-
-def _credentials(
-    provider: str, section: Mapping[str, Any], env: Mapping[str, str], base_url: str | None, where: str
-) -> tuple[str | None, str | None]:
-    label = f"{where} [providers.{provider}]"
-    if provider == "bedrock":
-        region = env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION") or _string(section, "region", label)
-        if not region:
-            raise ConfigError("missing AWS region for bedrock: set AWS_REGION or [providers.bedrock] region")
-        if not _aws_credentials_available(env):
-            raise ConfigError(
+def missing_credentials(config: AgentConfig) -> tuple[str, str] | None:
+    """What ``config``'s client cannot be opened without: the setting (``api_key``, ``region`` or
+    ``credentials``, Bedrock's AWS chain) and a one-line message saying where to set it; ``None``
+    when nothing is missing. An OpenAI-compatible server at a configured ``base_url`` needs no key."""
+    if config.provider == "bedrock":
+        if not config.region:
+            return "region", _BY_NAME["region"].missing("bedrock")
+        if not _aws_credentials_available(config.inputs.env):
+            return "credentials", (
                 "missing AWS credentials for bedrock: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_PROFILE"
             )
-        return None, region
-    for variable in KEY_VARIABLES[provider]:
-        if env.get(variable):
-            return env[variable], None
-    configured = _string(section, "api_key", label)
-    if configured:
-        return configured, None
-    if base_url and provider.startswith("openai"):
-        return _KEYLESS_PLACEHOLDER, None  # OpenAI-compatible local servers take no key, the SDK wants one
-    names = " or ".join(KEY_VARIABLES[provider])
-    raise ConfigError(f"missing API key for {provider}: set {names} or [providers.{provider}] api_key")
+        return None
+    if config.api_key or (config.base_url and config.provider.startswith("openai")):
+        return None
+    return "api_key", _BY_NAME["api_key"].missing(config.provider)
+
+
+def credentials(config: AgentConfig) -> str | None:
+    """The API key to open ``config``'s client with (``None`` for Bedrock, which reads the AWS chain);
+    a :class:`ConfigError` saying where to set what is missing (see :func:`missing_credentials`)."""
+    missing = missing_credentials(config)
+    if missing is not None:
+        raise ConfigError(missing[1])
+    if config.provider == "bedrock":
+        return None
+    return config.api_key or _KEYLESS
 
 
 def _aws_credentials_available(env: Mapping[str, str]) -> bool:
@@ -449,49 +751,6 @@ def _aws_credentials_available(env: Mapping[str, str]) -> bool:
     except ImportError:
         return False
     return boto3.Session().get_credentials() is not None
-
-
-def _read_table(path: Path) -> dict[str, Any]:
-    try:
-        with open(path, "rb") as handle:
-            table = tomllib.load(handle)
-    except OSError as error:
-        raise ConfigError(f"cannot read config file {path}: {error.strerror}") from None
-    except tomllib.TOMLDecodeError as error:
-        raise ConfigError(f"{path}: invalid TOML ({error})") from None
-    except UnicodeDecodeError as error:
-        raise ConfigError(f"{path}: not UTF-8 text (byte {error.start}); TOML files are UTF-8") from None
-    unknown = set(table) - _TOP_KEYS
-    if unknown:
-        raise ConfigError(
-            f"{path}: unknown key {sorted(unknown)[0]!r} (expected {', '.join(sorted(_TOP_KEYS))})"
-        )
-    return table
-
-
-def _provider_table(table: Mapping[str, Any], provider: str, where: str) -> Mapping[str, Any]:
-    providers = table.get("providers", {})
-    if not isinstance(providers, Mapping):
-        raise ConfigError(f"{where}: [providers] must be a table")
-    for name, section in providers.items():
-        if name not in PROVIDER_NAMES:
-            raise ConfigError(f"{where}: unknown provider [providers.{name}]")
-        if not isinstance(section, Mapping):
-            raise ConfigError(f"{where}: [providers.{name}] must be a table")
-        unknown = set(section) - _PROVIDER_KEYS - (_CHAT_KEYS if name == "openai_chat" else frozenset())
-        if unknown:
-            raise ConfigError(f"{where}: unknown key {sorted(unknown)[0]!r} in [providers.{name}]")
-    section = providers.get(provider, {})
-    return section if isinstance(section, Mapping) else {}
-
-
-def _string(table: Mapping[str, Any], key: str, where: str) -> str | None:
-    value = table.get(key)
-    if value is None:
-        return None
-    if not isinstance(value, str) or not value.strip():
-        raise ConfigError(f"{where}: {key} must be a non-empty string")
-    return value.strip()
 
 
 _REJECTED = re.compile(
@@ -517,6 +776,6 @@ def key_hint(config: AgentConfig, error: str, env: Mapping[str, str] | None = No
     used = next((name for name in variables if env.get(name) and env[name] == config.api_key), None)
     if used is not None:
         return f"the key in use comes from ${used}: check it (it takes precedence over {file})"
-    if config.api_key == _KEYLESS_PLACEHOLDER:
+    if not config.api_key:
         return f"no key is set for {provider}: set ${variables[0]} or {file}"
     return f"the key in use comes from {file}: check it, or set ${variables[0]}"

@@ -30,7 +30,7 @@ from typing import Any, Literal, Protocol
 from turnmemory.agent import _credentials
 from turnmemory.agent._spill import SpillArea
 from turnmemory.agent.compaction import TARGET, TRIGGER, Compaction, cut_point, marker, summary_request
-from turnmemory.agent.config import AgentConfig, ConfigError
+from turnmemory.agent.config import AgentConfig, ConfigError, credentials
 from turnmemory.agent.permissions import Access, Asker, Permissions
 from turnmemory.agent.prompt import SUBAGENT_PROMPT, system_prompt
 from turnmemory.agent.rewind import checkpoints, rewind
@@ -41,7 +41,15 @@ from turnmemory.llm import Client, Event, ToolResult, ToolSpec, Usage, open_clie
 from turnmemory.memory import Message
 from turnmemory.segments import TurnRecorder
 
-__all__ = ["Agent", "ClientFactory", "ContextLayer", "TurnOutcome", "View", "open_agent_client"]
+__all__ = [
+    "Agent",
+    "ClientFactory",
+    "ContextLayer",
+    "TurnOutcome",
+    "View",
+    "open_agent_client",
+    "session_config",
+]
 
 
 class View(Protocol):
@@ -83,12 +91,13 @@ ClientFactory = Callable[[AgentConfig, "str | None"], Client]
 
 
 def open_agent_client(config: AgentConfig, session_id: str | None) -> Client:
-    """The default :data:`ClientFactory`: :func:`turnmemory.llm.open_client` with the config's settings."""
+    """The default :data:`ClientFactory`: :func:`turnmemory.llm.open_client` with the config's settings;
+    a :class:`ConfigError` when a credential is missing."""
     return open_client(
         config.provider,
         model=config.model,
         base_url=config.base_url,
-        api_key=config.api_key,
+        api_key=credentials(config),
         region=config.region,
         session_id=session_id,
         id_style=config.id_style,
@@ -100,6 +109,22 @@ def open_agent_client(config: AgentConfig, session_id: str | None) -> Client:
         context_reserve=config.context_reserve,
         clear_at_least=config.clear_at_least,
     )
+
+
+def session_config(
+    config: AgentConfig, used: tuple[str, str] | None, notice: Callable[[str], None]
+) -> AgentConfig:
+    """``config`` switched to the provider and model a session last used (``used``) where their client
+    can be opened here; else ``config``, with a notice saying why not."""
+    if used is None or used == (config.provider, config.model):
+        return config
+    try:
+        switched = config.switched(*used)
+        credentials(switched)
+    except ConfigError as error:
+        notice(f"the session last used {used[0]} {used[1]}, which cannot be opened here ({error})")
+        return config
+    return switched
 
 
 _TERMINAL_STATUS: dict[str, TurnStatus] = {"done": "done", "incomplete": "incomplete", "error": "error"}
@@ -464,15 +489,8 @@ class Agent:
         self._checkpoints = checkpoints(self.store, session_id)
         self._load(loaded)
         self.permissions.reset_session()
-        used = loaded.model
-        if used is not None and used != (self.config.provider, self.config.model):
-            try:
-                self.config = self.config.switched(*used)
-                _remember_credentials(self.config)
-            except ConfigError as error:
-                self.view.notice(
-                    f"the session last used {used[0]} {used[1]}, which cannot be opened here ({error})"
-                )
+        self.config = session_config(self.config, loaded.model, self.view.notice)
+        _remember_credentials(self.config)
         self.client = self._client_factory(self.config, self.session_id)
 
     def rewind(self, turns: int, *, ask: Callable[[str], bool] | None = None) -> list[str]:
@@ -484,12 +502,13 @@ class Agent:
         return lines
 
     def switch_model(self, provider: str | None, model: str | None) -> None:
-        """Use another provider and/or model from the next turn on (``/model``)."""
+        """Use another provider and/or model from the next turn on (``/model``); a model whose client
+        cannot be opened (a missing key) leaves everything as it was."""
         config = self.config.switched(provider, model)
         _remember_credentials(config)
+        client = self._client_factory(config, self.session_id)
         self._drop_pending(f"switched to {config.provider} {config.model}")
-        self.config = config
-        self.client = self._client_factory(config, self.session_id)
+        self.config, self.client = config, client
         self.store.append(
             self.session_id, "model_switch", {"provider": config.provider, "model": config.model}
         )
@@ -547,7 +566,7 @@ def _turn_start(messages: Sequence[Message], turns: int) -> int:
 
 def _remember_credentials(config: AgentConfig) -> None:
     """Keep the credentials this configuration holds from host commands and from the model."""
-    _credentials.remember([config.api_key, *_credentials.configured_keys(config.table)])
+    _credentials.remember([config.api_key, *_credentials.configured_keys(config.inputs.table)])
     _credentials.remember_environment()
     if config.provider == "bedrock":
         _credentials.remember(_credentials.aws_keys())

@@ -780,6 +780,7 @@ def run_chat(
         session_model=session_model,
     ) as agent:
         history_file = data_dir() / "prompt_history"
+        history_file.parent.mkdir(parents=True, exist_ok=True)  # absent with a store elsewhere
         prompt: PromptSession[str] = PromptSession(
             history=FileHistory(str(history_file)),
             completer=ReplCompleter(workspace),

@@ -41,7 +41,7 @@ The script file is a JSON list; each item answers one request::
 
 Every field is optional except a tool call's ``name``; the fields mean what the ``Reply``,
 ``ToolCall``, ``Usage``, ``StreamEdit`` and ``Failure`` parameters of the same names mean; ``hang``
-is a request read and never answered.
+is a request read and never answered. ``docs/fake-provider.md`` describes every field.
 """
 
 from turnmemory.testing._script import (

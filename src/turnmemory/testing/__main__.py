@@ -20,7 +20,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     parser.add_argument("--port", type=int, default=0, help="port to listen on (default: a free one)")
-    parser.add_argument("--script", help="JSON script file (format: pydoc turnmemory.testing)")
+    parser.add_argument("--script", help="JSON script file (format: docs/fake-provider.md)")
     parser.add_argument("--no-check", action="store_true", help="do not validate request bodies")
     args = parser.parse_args(argv)
     script: list[ScriptItem] = []
