@@ -1,4 +1,4 @@
-"""The ``turnmemory`` command: ``analyze``, ``run``, ``chat``, ``sessions``, ``show``, ``config``.
+"""The ``turnmemory`` command: ``analyze``, ``run``, ``chat``, ``sessions``, ``show``, ``config``, ``proxy``.
 
 Each area registers its own subcommands on the shared typer app; this module only assembles them. Help
 is plain text (it reads the same at 80 columns, piped or not); ``-h`` is ``--help``.
@@ -61,6 +61,7 @@ def _version() -> str:
 _AREAS: dict[str, tuple[str, ...]] = {
     "turnmemory.analysis.command": ("analyze",),
     "turnmemory.agent.command": ("config", "run", "chat", "sessions", "show"),
+    "turnmemory.proxy.command": ("proxy",),
 }
 """Each area's module and the subcommands its ``register(app)`` adds, in the order help lists them."""
 

@@ -2,7 +2,8 @@
 
 ``compact(messages, provider=...)`` (and an incremental ``Compactor`` per conversation) works on plain
 OpenAI Chat, Anthropic, OpenAI Responses, Gemini and Bedrock message lists and needs nothing beyond
-the standard library. One module per framework, each imported only when used and needing only its own extra:
+the standard library; ``compact_request(wire, body)`` applies it to a whole Anthropic Messages, OpenAI
+Chat or OpenAI Responses request body, as ``turnmemory proxy`` does. One module per framework, each imported only when used and needing only its own extra:
 
 - :mod:`turnmemory.integrations.langchain` — ``TurnMemoryMiddleware`` for LangChain v1
   ``create_agent`` (``pip install 'turnmemory[langchain]'``);
@@ -13,5 +14,16 @@ the standard library. One module per framework, each imported only when used and
 """
 
 from turnmemory.integrations._compact import Compactor, Provider, ResultParser, compact, parse_result
+from turnmemory.integrations._request import WIRES, CompactedRequest, Wire, compact_request
 
-__all__ = ["Compactor", "Provider", "ResultParser", "compact", "parse_result"]
+__all__ = [
+    "WIRES",
+    "CompactedRequest",
+    "Compactor",
+    "Provider",
+    "ResultParser",
+    "Wire",
+    "compact",
+    "compact_request",
+    "parse_result",
+]
