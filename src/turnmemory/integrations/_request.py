@@ -165,8 +165,8 @@ def _breakpoints(
     if index < 0 or not isinstance(blocks[index], Mapping):
         return compacted
     if blocks[index].get("cache_control") is None:
-        # a longer-lived breakpoint may not follow a shorter-lived one
-        hour = any(_ttl(mark) == "1h" for mark in after)
+        # a longer-lived breakpoint may not follow a shorter-lived one (the user's own blocks follow it)
+        hour = any(_ttl(mark) == "1h" for mark in [*_marked(user), *after])
         mark: dict[str, Any] = {"type": "ephemeral", "ttl": "1h"} if hour else {"type": "ephemeral"}
         blocks[index] = {**blocks[index], "cache_control": mark}
     out[at] = {**out[at], "content": blocks}
