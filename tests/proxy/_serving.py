@@ -7,6 +7,7 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
 import uvicorn
 
@@ -35,3 +36,47 @@ def serving(app: ProxyApp) -> Iterator[str]:
         server.should_exit = True
         thread.join(30)
         sock.close()
+
+
+class Recording:
+    """An ``httpx2`` transport (the SDKs' HTTP stack) that keeps the bytes of every response body."""
+
+    def __init__(self) -> None:
+        import httpx2
+
+        self._inner = httpx2.HTTPTransport()
+        self.bodies: list[bytearray] = []
+        self.statuses: list[int] = []
+        self.headers: list[dict[str, str]] = []
+
+    def handle_request(self, request: Any) -> Any:
+        import httpx2
+
+        response = self._inner.handle_request(request)
+        body = bytearray()
+        self.bodies.append(body)
+        self.statuses.append(response.status_code)
+        self.headers.append({k.lower(): v for k, v in response.headers.items()})
+        stream = response.stream
+
+        class _Kept(httpx2.SyncByteStream):
+            def __iter__(self) -> Iterator[bytes]:
+                for chunk in stream:
+                    body.extend(chunk)
+                    yield chunk
+
+            def close(self) -> None:
+                stream.close()
+
+        return httpx2.Response(
+            response.status_code, headers=response.headers, stream=_Kept(), extensions=response.extensions
+        )
+
+    def close(self) -> None:
+        self._inner.close()
+
+    def client(self) -> Any:
+        """An ``httpx2.Client`` over this transport, for an SDK's ``http_client``."""
+        import httpx2
+
+        return httpx2.Client(transport=self)  # type: ignore[arg-type]
