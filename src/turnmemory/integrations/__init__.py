@@ -16,10 +16,13 @@ imported only when used and needing only its own extra:
   pre-call hook compacts each request a LiteLLM proxy routes (``pip install 'turnmemory[litellm]'``).
 """
 
+from turnmemory.integrations._agents import AGENT_RULES, GATEWAY_RULES
 from turnmemory.integrations._compact import Compactor, Provider, ResultParser, compact, parse_result
 from turnmemory.integrations._request import WIRES, CompactedRequest, Wire, compact_request
 
 __all__ = [
+    "AGENT_RULES",
+    "GATEWAY_RULES",
     "WIRES",
     "CompactedRequest",
     "Compactor",

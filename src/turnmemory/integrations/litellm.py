@@ -24,9 +24,10 @@ except ImportError as error:  # pragma: no cover - only without the extra
         f"turnmemory.integrations.litellm needs litellm ({error}): pip install 'turnmemory[litellm]'"
     ) from None
 
+from turnmemory.integrations._agents import GATEWAY_RULES
 from turnmemory.integrations._compact import ResultParser
 from turnmemory.integrations._request import Wire, compact_request
-from turnmemory.retention import DEFAULT_RULES, ToolRule
+from turnmemory.retention import ToolRule
 
 __all__ = ["TurnMemoryCallback", "turnmemory_callback", "wire_of"]
 
@@ -50,13 +51,14 @@ class TurnMemoryCallback(CustomLogger):
     """Compacts the completed turns of each conversation request in LiteLLM's ``async_pre_call_hook``.
 
     ``rules``, ``result_parser`` and ``workspace`` mean what they mean for
-    :func:`turnmemory.integrations.compact`.
+    :func:`turnmemory.integrations.compact`; the default rules know Claude Code's, Codex's and
+    OpenCode's tools too (:data:`~turnmemory.integrations.GATEWAY_RULES`).
     """
 
     def __init__(
         self,
         *,
-        rules: Mapping[str, ToolRule] = DEFAULT_RULES,
+        rules: Mapping[str, ToolRule] = GATEWAY_RULES,
         result_parser: ResultParser | None = None,
         workspace: str | None = None,
     ) -> None:
