@@ -75,6 +75,12 @@ def proxy_process(upstream: str) -> Iterator[tuple[str, subprocess.Popen[bytes]]
         process.wait(30)
 
 
+def _cpu_seconds(pid: int) -> float:
+    """User and system CPU time of process ``pid`` so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def _peak_kib(pid: int) -> int:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("VmHWM:"):
@@ -184,9 +190,9 @@ def latency(levels: list[int], rounds: int) -> None:
     )
     print(
         "| clients | direct p50 ms | direct p99 ms | proxy p50 ms | proxy p99 ms | added p50 ms | added p99 ms "
-        "| direct req/s | proxy req/s | failed direct / proxy |"
+        "| direct req/s | proxy req/s | proxy CPU ms/request | failed direct / proxy |"
     )
-    print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     with tempfile.TemporaryDirectory() as folder:
         script = Path(folder) / "script.json"
         _script(script, total)
@@ -225,6 +231,7 @@ async def _levels(
         for clients in levels:
             times: dict[str, list[float | None]] = {"direct": [], "proxy": []}
             walls = {"direct": 0.0, "proxy": 0.0}
+            cpu = _cpu_seconds(pid)
             for _ in range(rounds):
                 for name, url in (("direct", upstream), ("proxy", proxy)):
                     started = time.perf_counter()
@@ -245,12 +252,13 @@ async def _levels(
                 q(times["proxy"], 50),
                 q(times["proxy"], 99),
             )
+            cpu = _cpu_seconds(pid) - cpu
             done = {name: sum(t is not None for t in values) for name, values in times.items()}
             failed = {name: len(values) - done[name] for name, values in times.items()}
             print(
                 f"| {clients} | {d50:.1f} | {d99:.1f} | {p50:.1f} | {p99:.1f} | {p50 - d50:+.1f} | {p99 - d99:+.1f} "
                 f"| {done['direct'] / walls['direct']:.0f} | {done['proxy'] / walls['proxy']:.0f} "
-                f"| {failed['direct']} / {failed['proxy']} |"
+                f"| {cpu * 1000 / max(done['proxy'], 1):.1f} | {failed['direct']} / {failed['proxy']} |"
             )
     return _peak_kib(pid)
 

@@ -64,6 +64,13 @@ ANTHROPIC = [
     {"role": "assistant", "content": [{"type": "text", "text": "Fixed."}]},
     {"role": "user", "content": [{"type": "text", "text": "now the docs"}]},
 ]
+RESPONSES = [
+    {"role": "user", "content": "fix the test"},
+    {"type": "function_call", "call_id": "call_1", "name": "Bash", "arguments": '{"command":"pytest"}'},
+    {"type": "function_call_output", "call_id": "call_1", "output": RAW},
+    {"role": "assistant", "content": "Fixed."},
+    {"role": "user", "content": "now the docs"},
+]
 SCHEMA = {"type": "object", "properties": {"command": {"type": "string"}}}
 
 
@@ -186,6 +193,23 @@ def test_anthropic_messages_through_litellm_are_compacted(
     done = compact_request("anthropic", {"messages": ANTHROPIC})
     assert done is not None
     assert got == done.apply({"messages": ANTHROPIC})["messages"]
+
+
+def test_openai_responses_through_litellm_are_compacted(gateway: tuple[str, str, FakeProviderServer]) -> None:
+    import openai
+
+    url, key, upstream = gateway
+    upstream.reset()
+    upstream.push(Reply(text="Docs built."))
+    client = openai.OpenAI(api_key=key, base_url=url + "/v1", max_retries=0)
+    tools: Any = [{"type": "function", "name": "Bash", "parameters": SCHEMA}]
+    response = client.responses.create(model="gpt", input=RESPONSES, tools=tools)  # type: ignore[arg-type]
+    assert response.output_text == "Docs built."
+    [request] = upstream.requests
+    assert request.path.endswith("/responses")
+    got = request.body["input"]
+    assert RAW not in json.dumps(got)
+    assert got[-1]["content"] in ("now the docs", [{"type": "input_text", "text": "now the docs"}])
 
 
 @pytest.mark.parametrize(
