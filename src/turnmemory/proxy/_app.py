@@ -19,9 +19,9 @@ import anyio
 import httpx
 
 from turnmemory._text import terminal_safe
-from turnmemory.integrations import CompactedRequest, Wire, compact_request
+from turnmemory.integrations import GATEWAY_RULES, CompactedRequest, Wire, compact_request
 from turnmemory.proxy._body import item_spans, splice
-from turnmemory.retention import DEFAULT_RULES, ToolRule
+from turnmemory.retention import ToolRule
 
 __all__ = ["ANTHROPIC_API", "OPENAI_API", "ROUTES", "Limits", "ProxyApp"]
 
@@ -137,7 +137,7 @@ class ProxyApp:
         anthropic_upstream: str = ANTHROPIC_API,
         openai_upstream: str = OPENAI_API,
         limits: Limits = Limits(),
-        rules: Mapping[str, ToolRule] = DEFAULT_RULES,
+        rules: Mapping[str, ToolRule] = GATEWAY_RULES,
     ) -> None:
         self.anthropic_upstream = anthropic_upstream.rstrip("/")
         self.openai_upstream = openai_upstream.rstrip("/")
