@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from turnmemory._text import terminal_safe
-from turnmemory.agent.sessions import LoadedSession
+from turnmemory.agent.store import LoadedSession
 from turnmemory.retention import bound_text, redact, retain
 
 __all__ = ["one_line", "session_lines", "stored_label", "timestamp", "tool_label", "tool_outcome"]
@@ -62,6 +62,9 @@ def session_lines(loaded: LoadedSession) -> list[str]:
             lines.append(
                 f"[pending state dropped ({data.get('reason', '')}); its memory: {_compact(memory)}]"
             )
+        elif event.kind == "rewind":
+            lines.append("")
+            lines.append(f"[rewind: the last {data.get('turns')} turns above left the conversation]")
         elif event.kind == "compaction":
             done = "summarized" if data.get("mode") == "summary" else "dropped"
             lines.append("")
@@ -127,8 +130,8 @@ def _attached_lines(item: Mapping[str, Any]) -> list[str]:
 
 
 def timestamp(seconds: float) -> str:
-    """Local time, to the minute."""
-    return time.strftime("%Y-%m-%d %H:%M", time.localtime(seconds))
+    """Local time, to the minute; ``unknown`` for 0 (a stored time that could not be read)."""
+    return time.strftime("%Y-%m-%d %H:%M", time.localtime(seconds)) if seconds > 0 else "unknown"
 
 
 def _compact(value: Any) -> str:

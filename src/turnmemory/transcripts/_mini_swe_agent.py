@@ -5,6 +5,8 @@ OpenAI ``tool_calls`` (one ``bash`` tool) answered by ``tool`` messages, and a p
 ``{role, content}`` messages where each assistant message holds one fenced ``mswea_bash_command`` (or
 ``bash``) block answered by a ``user`` observation. Observations start with
 ``<returncode>N</returncode>``. A trajectory is one user turn: the first user message (the task).
+Version 1.1 records times (seconds since the epoch): ``extra.response.created`` on an assistant message,
+``extra.timestamp`` on an observation.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from turnmemory.transcripts._build import SessionBuilder, as_text, dump_input, read_json
+from turnmemory.transcripts._build import SessionBuilder, as_text, dump_input, mapping, read_json
 from turnmemory.transcripts._model import ImportedSession, IterationEnd, Prose, ToolCall, ToolResult
 from turnmemory.transcripts._tools import exit_code_in
 
@@ -53,6 +55,8 @@ def load_mini_swe_agent(path: Path, document: Any = None) -> ImportedSession:
             )
         else:
             builder.skip(f"role:{role}")
+        extra = mapping(message.get("extra"))
+        builder.time(extra.get("timestamp", mapping(extra.get("response")).get("created")))
     return builder.build()
 
 
