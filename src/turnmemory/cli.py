@@ -1,4 +1,5 @@
-"""The ``turnmemory`` command: ``analyze``, ``run``, ``chat``, ``sessions``, ``show``, ``config``, ``try``.
+"""The ``turnmemory`` command: ``try``, ``chat``, ``run``, ``sessions``, ``show``, ``rewind``, ``config``,
+``proxy``, ``analyze``.
 
 Each area registers its own subcommands on the shared typer app; this module only assembles them. Help
 is plain text (it reads the same at 80 columns, piped or not); ``-h`` is ``--help``.
@@ -81,10 +82,11 @@ def _install_hint() -> str:
 
 _AREAS: dict[str, tuple[str, ...]] = {
     "turnmemory.agent.command": ("try", "chat", "run", "sessions", "show", "rewind", "config"),
+    "turnmemory.proxy.command": ("proxy",),
     "turnmemory.analysis.command": ("analyze",),
 }
 """Each area's module and the subcommands its ``register(app)`` adds, in the order help lists them:
-the agent first, in the order a user meets them, then the analysis."""
+the agent first, in the order a user meets them, then the proxy and the analysis."""
 
 
 def _registrars(args: list[str]) -> list:  # type: ignore[type-arg]

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-FRAMEWORKS = ("langchain", "langchain_core", "langgraph", "pydantic_ai", "agents")
+FRAMEWORKS = ("langchain", "langchain_core", "langgraph", "pydantic_ai", "agents", "litellm")
 
 
 def _python(code: str) -> subprocess.CompletedProcess[str]:
@@ -32,6 +32,7 @@ def test_the_package_and_compact_import_no_framework() -> None:
         ("langchain", "langchain", "langchain"),
         ("pydantic_ai", "pydantic_ai", "pydantic-ai"),
         ("openai_agents", "agents", "agents"),
+        ("litellm", "litellm", "litellm"),
     ],
 )
 def test_a_missing_extra_is_one_clear_line(module: str, blocked: str, extra: str) -> None:

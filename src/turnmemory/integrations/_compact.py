@@ -70,7 +70,11 @@ def parse_result(
             or data.get("status") == "error"
             or _non_empty(data.get("error"))
         )
-        code = next((data[key] for key in _EXIT_KEYS if _is_int(data.get(key))), None)
+        metadata = data.get(
+            "metadata"
+        )  # Codex's `shell` results: {"output": ..., "metadata": {"exit_code": n}}
+        found = [data, *([metadata] if isinstance(metadata, dict) else [])]
+        code = next((part[key] for part in found for key in _EXIT_KEYS if _is_int(part.get(key))), None)
         if kind == "exit_code" and code is not None:
             return {**data, "exit_code": code}, False
         if kind == "file_change" and not failed and "file_changed" not in data:

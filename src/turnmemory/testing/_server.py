@@ -272,7 +272,7 @@ class FakeProviderServer:
         protocol, route = matched
         try:
             body = json.loads(raw)
-        except (UnicodeDecodeError, json.JSONDecodeError):
+        except (UnicodeDecodeError, json.JSONDecodeError, RecursionError):
             body = None
         if not isinstance(body, dict):
             handler.send_json(
