@@ -60,7 +60,7 @@ def _version() -> str:
 
 _AREAS: dict[str, tuple[str, ...]] = {
     "turnmemory.analysis.command": ("analyze",),
-    "turnmemory.agent.command": ("config", "run", "chat", "sessions", "show"),
+    "turnmemory.agent.command": ("config", "run", "chat", "sessions", "show", "rewind"),
 }
 """Each area's module and the subcommands its ``register(app)`` adds, in the order help lists them."""
 

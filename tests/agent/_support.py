@@ -3,6 +3,7 @@ and the three-turn scenario (its files, script and private strings)."""
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import json
 import re
@@ -146,3 +147,34 @@ def three_turn_script() -> list[Reply]:
         Reply(text="It failed."),
         Reply(text="Summary."),
     ]
+
+
+def run_openai_chat(
+    cli: Run,
+    server: FakeProviderServer,
+    *args: str,
+    expect: int | None = 0,
+    extra_env: dict[str, str] | None = None,
+) -> subprocess.CompletedProcess[str]:
+    """``turnmemory run --provider openai_chat`` against the fake server, with more ``args``."""
+    base = ("run", "--provider", "openai_chat", "--base-url", server.base_url("openai_chat"))
+    return cli(*base, *args, expect=expect, extra_env=extra_env)
+
+
+# -- the sessions store, behind its back ------------------------------------------------------------
+
+
+def tamper(url: str, statement: str, params: tuple[Any, ...] = ()) -> int:
+    """Run one SQL statement on a store's tables behind its back (as a disk, a crash or a hand edit
+    would); ``{sessions}`` and ``{events}`` name its tables, ``?`` marks a parameter. Rows changed."""
+    if url.startswith("sqlite://"):
+        import sqlite3
+
+        with contextlib.closing(sqlite3.connect(url.removeprefix("sqlite://"))) as db, db:
+            return db.execute(statement.format(sessions="sessions", events="events"), params).rowcount
+    import psycopg
+
+    sql = statement.replace("%", "%%").replace("?", "%s")
+    with psycopg.connect(url, autocommit=True) as db:
+        tables = {"sessions": "turnmemory_sessions", "events": "turnmemory_events"}
+        return db.execute(sql.format(**tables), params).rowcount

@@ -20,7 +20,7 @@ from turnmemory.agent.permissions import (
     resolve_path,
 )
 from turnmemory.agent.prompt import system_prompt
-from turnmemory.agent.sessions import LoadedSession, SessionStore, SessionSummary, data_dir, transcript_items
+from turnmemory.agent.store import LoadedSession, SessionStore, SessionSummary, data_dir, transcript_items
 from turnmemory.agent.tools import Action, Tool, ToolContext, ToolError, ToolRegistry, builtin_tools
 
 __all__ = [
