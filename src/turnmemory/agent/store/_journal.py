@@ -128,10 +128,10 @@ class Journal:
             return None
         except OSError as error:
             raise JournalDamaged(f"it cannot be opened ({error.strerror or error})") from None
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            os.close(fd)
+            raise JournalDamaged("it is not a regular file")
         with os.fdopen(fd, "rb") as handle:
-            info = os.fstat(fd)
-            if not stat.S_ISREG(info.st_mode):
-                raise JournalDamaged("it is not a regular file")
             raw = handle.read(JOURNAL_BYTES + 1)
         if len(raw) > JOURNAL_BYTES:
             raise JournalDamaged(f"it is larger than {JOURNAL_BYTES // (1024 * 1024)} MiB")
