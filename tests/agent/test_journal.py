@@ -60,7 +60,12 @@ def test_an_incomplete_turns_journal_is_private_and_replayed_by_the_next_process
     assert isinstance(resumed.view, RecordingView)
 
 
-DAMAGE: dict[str, Callable[[dict[str, Any], Path], None]] = {
+def _directory(path: Path) -> None:
+    path.unlink()
+    path.mkdir()
+
+
+DAMAGE: dict[str, Callable[[dict[str, Any], Path], object]] = {
     "not JSON": lambda entry, path: path.write_bytes(b"\xff{not json"),
     "another format": lambda entry, path: path.write_text(json.dumps({**entry, "format": "x"})),
     "another version": lambda entry, path: path.write_text(json.dumps({**entry, "version": 99})),
@@ -71,7 +76,7 @@ DAMAGE: dict[str, Callable[[dict[str, Any], Path], None]] = {
         json.dumps({**entry, "items": [{"role": "tool", "content": 5, "tool_call_id": []}]})
     ),
     "counts that do not fit": lambda entry, path: path.write_text(json.dumps({**entry, "latest": 99})),
-    "a directory": lambda entry, path: (path.unlink(), path.mkdir()),  # type: ignore[func-returns-value]
+    "a directory": lambda entry, path: _directory(path),
 }
 
 
