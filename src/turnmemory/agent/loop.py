@@ -11,8 +11,11 @@ tests drive in-process. Each turn:
 3. persists the turn's ``Message`` (prose + TurnMemory) and display transcript, whatever the ending.
 
 An incomplete or interrupted turn keeps its provider-native pending state in the client for the next
-turn of this process; its partial ``Message`` joins the conversation (as a resumed session would
-see it) but is left out of requests while the pending state carries that work. Switching session,
+turn; its partial ``Message`` joins the conversation (as a resumed session would see it) but is left
+out of requests while the pending state carries that work. The pending state is journaled beside the
+session while it lives (at each tool start and end), so a process that stops mid-turn loses no
+completed call: resuming records the turn as interrupted and replays the journal (see
+:mod:`turnmemory.agent._interrupted`). Switching session,
 model or provider drops the pending state and persists it as a ``pending_drop`` event.
 """
 

@@ -10,8 +10,9 @@ ends, the client settles its pending state, in one place, by how it ended:
   turn's work is saved as the new pending state.
 - ``error``: it failed before anything recoverable accumulated. Nothing is saved.
 
-Closing the event generator early (an interrupt) saves accumulated work the same way; calls of the
-interrupted response that never ran get an error result, so the saved state stays well formed. The
+Closing the event generator early (an interrupt) saves accumulated work the same way; a call that
+started and never ended gets an outcome-unknown result, and calls of the interrupted response that
+never started an error result, so the saved state stays well formed. The
 pending state belongs to the conversation it was left in (its prompts last), and counts the
 interrupted turns it carries.
 """
