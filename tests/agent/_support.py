@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import importlib
 import json
+import os
 import re
 import subprocess
 from collections.abc import Callable
@@ -13,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from turnmemory.agent.config import AgentConfig
+from turnmemory.agent.permissions import Access, Permissions, dangerous_reason, parse_rules
 from turnmemory.llm import Client, Event, RetryPolicy, open_client
 from turnmemory.memory import Message
 from turnmemory.testing import FakeProviderServer, Reply, ToolCall
@@ -178,3 +180,18 @@ def tamper(url: str, statement: str, params: tuple[Any, ...] = ()) -> int:
     with psycopg.connect(url, autocommit=True) as db:
         tables = {"sessions": "turnmemory_sessions", "events": "turnmemory_events"}
         return db.execute(sql.format(**tables), params).rowcount
+
+
+# -- bash rules -----------------------------------------------------------------------------------
+
+HERE = os.path.realpath(Path(__file__).parent)
+"""A real directory to decide bash scripts in: it holds no Makefile, package.json or option-named file."""
+
+
+def decide(command: str, *rules: str, workspace: str = HERE, escalated: bool = False) -> tuple[bool, str]:
+    """Whether the rules (``bash:git *`` when none) grant the bash script headless, and the reason."""
+    access = Access(
+        "bash", command, dangerous=dangerous_reason(command), escalation="x" if escalated else None
+    )
+    decision = Permissions(workspace, parse_rules(rules or ("bash:git *",))).decide(access)
+    return decision.allowed, decision.reason

@@ -360,7 +360,7 @@ def config(
     if output == "json":
         print(
             json.dumps(
-                {s.name: {"value": s.value, "source": s.source} for s in described}, ensure_ascii=False
+                {s.name: {"value": s.plain, "source": s.source} for s in described}, ensure_ascii=False
             )
         )
         return
