@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import stat
 import subprocess
 import sys
 import time
@@ -26,6 +27,7 @@ from turnmemory import Message, ToolActivity, TurnMemory
 from turnmemory.agent.loop import Agent
 from turnmemory.agent.prompt import system_prompt
 from turnmemory.agent.store import SqliteStore
+from turnmemory.providers.check import check_request
 from turnmemory.testing import Failure, FakeProviderServer, Reply, ToolCall
 
 
@@ -126,35 +128,32 @@ def test_resuming_in_a_new_process_sends_what_the_live_session_sends(
     assert "historical_2_0" in body_text(resumed.body) and FILE_SECRET not in body_text(resumed.body)
 
 
-def test_an_incomplete_turn_is_history_for_the_next_process(
-    cli: Run, server: FakeProviderServer, workspace: Path
+def test_an_incomplete_turn_is_pending_state_for_the_next_process(
+    cli: Run, server: FakeProviderServer, workspace: Path, data_dir: Path
 ) -> None:
     scenario_files(workspace)
     server.push(
         Reply(text="Reading.", tool_calls=[ToolCall("read_file", {"path": "notes.txt"})]),
         Failure(400, "stream broke", mid_stream=True, partial_text="Half"),
         Reply(text="Carrying on."),
+        Reply(text="Later."),
     )
     common = ["--provider", "openai_chat", "--base-url", server.base_url("openai_chat")]
     failed = cli("run", *common, "read the notes", expect=1)
     last = failed.stderr.strip().splitlines()[-1]
     assert last.startswith("turnmemory: turn incomplete: ") and "stream broke" in last
+    journals = list((data_dir / "journal").iterdir())
+    assert [stat.S_IMODE(path.stat().st_mode) for path in journals] == [0o600]
     cli("run", *common, "--continue", "go on")
-    partial = Message(
-        role="assistant",
-        content="Reading.Half",
-        turn_memory=TurnMemory((ToolActivity(text_offset=8, tool="read_file", target="notes.txt"),)),
-    )
-    system = Message(role="system", content=system_prompt(str(workspace)))
-    history = [
-        system,
-        Message(role="user", content="read the notes"),
-        partial,
-        Message(role="user", content="go on"),
-    ]
-    expected = expected_request("openai_chat", history)
-    assert conversation_of(server.requests[-1].body, expected) == expected
-    assert FILE_SECRET not in body_text(server.requests[-1].body)
+    recovery = server.requests[-1].body
+    assert FILE_SECRET in body_text(recovery), "the journal's native result is replayed"
+    assert "historical_" not in body_text(recovery), "the partial turn is not replayed twice"
+    assert check_request("openai_chat", recovery) == []
+    assert not list((data_dir / "journal").iterdir()), "a turn that ended done deletes the journal"
+
+    cli("run", *common, "--continue", "and now?")
+    later = body_text(server.requests[-1].body)
+    assert FILE_SECRET not in later and "historical_" in later, "then it is compact history"
 
 
 def test_a_dangerous_command_is_refused_headless_without_allow_dangerous(

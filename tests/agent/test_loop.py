@@ -154,12 +154,12 @@ def test_ctrl_c_during_a_permission_prompt_keeps_the_work_for_the_next_turn(
     agent = make_agent("anthropic", ask=interrupt)
     outcome = agent.turn("read and write")
     assert outcome.status == "interrupted"
-    assert [a.tool for a in outcome.message.activities] == ["read_file"], (
-        "the unfinished write is not recorded"
-    )
+    write = outcome.message.activities[1]
+    assert [a.tool for a in outcome.message.activities] == ["read_file", "write_file"]
+    assert write.status == "error", "the interrupted write is recorded as the pending state has it"
     assert not (workspace / "out.txt").exists()
     pending = body_text(agent.client.pending)
-    assert FILE_SECRET in pending and "not run: the turn was interrupted" in pending
+    assert FILE_SECRET in pending and "outcome unknown: the turn was interrupted" in pending
     assert agent.turn("continue").status == "done"
     assert FILE_SECRET in body_text(server.requests[1].body)
 

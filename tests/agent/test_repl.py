@@ -107,8 +107,8 @@ def test_a_turn_with_a_diff_a_permission_prompt_an_interrupt_and_recovery(
     assert child.exitstatus == 0
 
     recovery = body_text(server.requests[-1].body)
-    assert "not run: the turn was interrupted" in recovery, (
-        "the interrupted call went to the next turn as pending state"
+    assert "outcome unknown: the turn was interrupted while this call ran" in recovery, (
+        "the interrupted call went to the next turn as pending state, its outcome unknown"
     )
     with SqliteStore(data_dir / "sessions.sqlite3") as store:
         (summary,) = store.sessions()
@@ -119,6 +119,10 @@ def test_a_turn_with_a_diff_a_permission_prompt_an_interrupt_and_recovery(
     assert [item["kind"] for item in first] == ["text", "tool", "diff", "permission", "text"]
     assert first[3]["decision"] == "allow_once"
     assert turns[1]["transcript"][2]["decision"] == "allow_once"
+    interrupted = [item for item in turns[1]["transcript"] if item["kind"] == "tool"]
+    assert interrupted[-1]["status"] == "error" and "outcome unknown" in interrupted[-1]["preview"], (
+        "the record shows the interrupted call as the pending state has it"
+    )
 
 
 def _alive(pid: int) -> bool:

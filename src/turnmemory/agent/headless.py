@@ -108,9 +108,11 @@ class RunRequest:
 
 
 def run_headless(
-    config: AgentConfig, request: RunRequest, *, out: TextIO = sys.stdout, err: TextIO = sys.stderr
+    config: AgentConfig, request: RunRequest, *, out: TextIO | None = None, err: TextIO | None = None
 ) -> int:
-    """Run one turn; the process exit status. ``ConfigError`` propagates for the caller to report."""
+    """Run one turn; the process exit status. ``ConfigError`` propagates for the caller to report.
+    ``out`` and ``err`` are the streams at the time of the call by default."""
+    out, err = out or sys.stdout, err or sys.stderr
     view = HeadlessView(request.workspace, stream_prose=request.output == "text", out=out, err=err)
     with open_agent(
         config,

@@ -11,8 +11,11 @@ tests drive in-process. Each turn:
 3. persists the turn's ``Message`` (prose + TurnMemory) and display transcript, whatever the ending.
 
 An incomplete or interrupted turn keeps its provider-native pending state in the client for the next
-turn of this process; its partial ``Message`` joins the conversation (as a resumed session would
-see it) but is left out of requests while the pending state carries that work. Switching session,
+turn; its partial ``Message`` joins the conversation (as a resumed session would see it) but is left
+out of requests while the pending state carries that work. The pending state is journaled beside the
+session while it lives (at each tool start and end), so a process that stops mid-turn loses no
+completed call: resuming records the turn as interrupted and replays the journal (see
+:mod:`turnmemory.agent._interrupted`). Switching session,
 model or provider drops the pending state and persists it as a ``pending_drop`` event.
 """
 
@@ -28,6 +31,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Literal, Protocol
 
 from turnmemory.agent import _credentials
+from turnmemory.agent._interrupted import NOTE, STOPPED, journal, read_interrupted
 from turnmemory.agent._spill import SpillArea
 from turnmemory.agent.compaction import TARGET, TRIGGER, Compaction, cut_point, marker, summary_request
 from turnmemory.agent.config import AgentConfig, ConfigError, credentials
@@ -36,8 +40,9 @@ from turnmemory.agent.prompt import SUBAGENT_PROMPT, system_prompt
 from turnmemory.agent.rewind import checkpoints, rewind
 from turnmemory.agent.sandbox import open_sandbox
 from turnmemory.agent.store import LoadedSession, SessionStore, TurnStatus, transcript_items
+from turnmemory.agent.store._journal import JournalEntry
 from turnmemory.agent.tools import READ_ONLY_TOOLS, Tool, ToolContext, ToolError, ToolRegistry, builtin_tools
-from turnmemory.llm import Client, Event, ToolResult, ToolSpec, Usage, open_client, record
+from turnmemory.llm import UNKNOWN, Client, Event, Pending, ToolResult, ToolSpec, Usage, open_client, record
 from turnmemory.memory import Message
 from turnmemory.segments import TurnRecorder
 
@@ -203,15 +208,20 @@ class Agent:
         self.messages: list[Message] = []
         self._recorder = TurnRecorder(self.workspace)
         self._waited: dict[str, float] = {}  # seconds each call of the turn spent waiting for a person
+        self._note = ""  # a line for the model in the next turn's system prompt
         if session_id is None:
             self.session_id = store.create(self.workspace, provider=config.provider, model=config.model)
         else:
             self.session_id = session_id
             store.claim(session_id)  # one writer per session: another process's claim fails here
-            self._load(loaded or store.load(session_id, transcripts=False))
+            loaded = loaded or store.load(session_id, transcripts=False)
+            self._load(loaded)
         self._checkpoints = checkpoints(store, self.session_id)
-        self._turn_seq = 0  # the running turn's prompt's seq: its checkpoints' name
+        self._journal = journal(store, self.session_id)
+        self._turn_seq = 0  # the running turn's prompt's seq: its checkpoints' and journal's name
         self.client = client_factory(config, self.session_id)
+        if loaded is not None and session_id is not None:
+            self._restore(loaded)
 
     # -- turns -------------------------------------------------------------------------------------
 
@@ -225,8 +235,7 @@ class Agent:
         ``messages``), without the records of the interrupted turns whose work the client's pending
         state carries (the client says how many: they are the latest)."""
         messages = self.messages if messages is None else messages
-        start = _turn_start(messages, self.client.pending_turns)
-        return [self.system, *messages[:start], *(m for m in messages[start:] if m.role == "user")]
+        return [self.system, *_carried(messages, self.client.pending_turns)]
 
     def turn(self, prompt: str, *, attachments: str = "") -> TurnOutcome:
         """Run one assistant turn for ``prompt``; Ctrl-C (``KeyboardInterrupt``) ends it as interrupted.
@@ -241,7 +250,15 @@ class Agent:
         """
         self.compact(prompt)
         history = self.request_history()
+        if self._note:
+            history[0], self._note = (
+                Message(role="system", content=f"{self.system.content}\n\n{self._note}"),
+                "",
+            )
         self._turn_seq = self.store.add_user_message(self.session_id, prompt)
+        carried = self.client.pending_state()
+        if carried is not None:  # this turn carries it on: it counts one turn more, this one its latest
+            self._save(Pending(carried.items, carried.conversation, carried.turns + 1, len(carried.items)))
         recorder = self._recorder = TurnRecorder(self.workspace)
         started: dict[str, float] = {}
         durations: dict[str, float] = {}
@@ -256,6 +273,8 @@ class Agent:
                 for event in events:
                     record(event, recorder)
                     elapsed = None
+                    if event.kind in ("tool_start", "tool_end"):
+                        self._save(self.client.pending_state())
                     if event.kind == "tool_start":
                         started[event.call_id] = time.monotonic()
                     elif event.kind == "tool_end":
@@ -269,7 +288,9 @@ class Agent:
                     self.view.event(event, elapsed)
         except KeyboardInterrupt:
             status, error, reason = "interrupted", "interrupted by the user", None
+            _unknown(recorder, started)
         except BaseException as failure:
+            _unknown(recorder, started)
             self._finish(
                 prompt, recorder, durations, "error", f"{type(failure).__name__}: {failure}", None, usage
             )
@@ -362,6 +383,7 @@ class Agent:
         usage: Usage,
     ) -> TurnOutcome:
         self._spill.clear()  # spilled outputs exist for the model within the turn only
+        self._save(self.client.pending_state())
         message = recorder.finish()
         if status == "done":
             error = None
@@ -473,6 +495,7 @@ class Agent:
         self.store.release(previous)
         self.messages = []
         self._checkpoints = checkpoints(self.store, self.session_id)
+        self._journal = journal(self.store, self.session_id)
         self.permissions.reset_session()
         self.client = self._client_factory(self.config, self.session_id)
 
@@ -487,11 +510,13 @@ class Agent:
         self.session_id = session_id
         self.messages = []
         self._checkpoints = checkpoints(self.store, session_id)
+        self._journal = journal(self.store, session_id)
         self._load(loaded)
         self.permissions.reset_session()
         self.config = session_config(self.config, loaded.model, self.view.notice)
         _remember_credentials(self.config)
         self.client = self._client_factory(self.config, self.session_id)
+        self._restore(loaded)
 
     def rewind(self, turns: int, *, ask: Callable[[str], bool] | None = None) -> list[str]:
         """Rewind the last ``turns`` turns (``/rewind``): see :mod:`turnmemory.agent.rewind`. Their
@@ -515,11 +540,72 @@ class Agent:
 
     def _drop_pending(self, reason: str) -> None:
         message = self.client.drop_pending(TurnRecorder(self.workspace))
+        self._journal.delete()
         if message is not None:
             self.store.add_pending_drop(self.session_id, message, reason=reason)
             self.view.notice(
                 f"dropped the pending state of the unfinished turn ({reason}); the session keeps its record"
             )
+
+    def _save(self, state: Pending | None) -> None:
+        """Journal ``state`` (the pending state the process would lose if it stopped now), or delete the
+        journal when there is none."""
+        if state is None:
+            self._journal.delete()
+            return
+        entry = JournalEntry(
+            session=self.session_id,
+            provider=self.config.provider,
+            model=self.config.model,
+            turn=self._turn_seq,
+            turns=state.turns,
+            latest=state.latest,
+            items=tuple(state.items),
+        )
+        self._journal.write(entry)
+
+    def _restore(self, loaded: LoadedSession) -> None:
+        """Bring back a turn the last process did not finish: record it as interrupted, and replay its
+        journal as pending state (see :mod:`turnmemory.agent._interrupted`); one line for the user."""
+        found = read_interrupted(loaded, self._journal, self.workspace)
+        label = f"session {self.session_id[:8]}"
+        if found.problem is not None:
+            self.view.notice(f"the turn journal of {label} is not replayed: {found.problem}")
+        if found.unrecorded:
+            message = found.recorder.finish()
+            self.store.add_assistant_turn(
+                self.session_id,
+                message,
+                status="interrupted",
+                error=STOPPED,
+                transcript=transcript_items(found.recorder.segments, workspace=self.workspace),
+            )
+            if message.content or message.turn_memory is not None:
+                self.messages.append(message)
+            self._note = NOTE
+        entry = found.entry
+        if entry is None:
+            self._journal.delete()
+            return
+        if (entry.provider, entry.model) != (self.config.provider, self.config.model):
+            self.view.notice(
+                f"the interrupted turn's pending state is not replayed: it is for {entry.provider} "
+                f"{entry.model}; the session keeps its record"
+            )
+            self._journal.delete()
+            return
+        carried = tuple(_carried(self.messages, entry.turns))
+        try:
+            self.client.restore_pending(Pending(entry.items, carried, entry.turns, entry.latest))
+        except ValueError as error:
+            self.view.notice(f"the turn journal of {label} is not replayed: {error}")
+            self._journal.delete()
+            return
+        unknown = f", {found.unknown} with an unknown outcome (not run again)" if found.unknown else ""
+        self.view.notice(
+            f"the last turn was interrupted; its work is carried into the next turn "
+            f"({found.completed} completed tool calls replayed{unknown})"
+        )
 
     def _load(self, loaded: LoadedSession) -> None:
         for problem in loaded.problems:
@@ -556,6 +642,20 @@ class Agent:
             layers.append(layer("historical tool blocks", _json(formatter(history)), _json(formatter(bare))))
         layers.append(layer("pending", _json(pending) if pending else ""))
         return layers
+
+
+def _unknown(recorder: TurnRecorder, started: dict[str, float]) -> None:
+    """End the calls of an interrupted turn that started and never ended as the pending state does:
+    their outcome is unknown."""
+    for call_id in started:
+        recorder.tool_end(call_id, error=UNKNOWN.error)
+
+
+def _carried(messages: Sequence[Message], turns: int) -> list[Message]:
+    """``messages`` without the records of their last ``turns`` turns (their prompts kept): the
+    conversation that pending state carrying those turns' work belongs to."""
+    start = _turn_start(messages, turns)
+    return [*messages[:start], *(m for m in messages[start:] if m.role == "user")]
 
 
 def _turn_start(messages: Sequence[Message], turns: int) -> int:

@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+from turnmemory.agent._interrupted import journal
 from turnmemory.agent.store import LoadedSession, SessionStore
 from turnmemory.agent.store._checkpoints import FILE_BYTES, Checkpoints
 
@@ -84,6 +85,7 @@ def rewind(
         )
     store.append(session_id, "rewind", {"from_seq": chosen[0], "turns": len(chosen)})
     saved.drop(chosen)
+    journal(store, session_id).delete()  # the interrupted turn it carried was the latest: rewound
     lines.insert(0, f"rewound {len(chosen)} turn{_s(len(chosen))} of session {session_id[:8]}")
     lines.append(UNTRACKED)
     return lines

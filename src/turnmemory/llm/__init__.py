@@ -13,7 +13,7 @@
 Importing this package needs no SDK; each provider's SDK is imported when its client is opened.
 """
 
-from turnmemory.llm._client import Client
+from turnmemory.llm._client import Client, Pending, record_items
 from turnmemory.llm._open import PROVIDERS, open_client
 from turnmemory.llm._reduce import CLEARED
 from turnmemory.llm._retry import RetryPolicy
@@ -28,7 +28,7 @@ from turnmemory.llm._tokens import (
     open_counter,
 )
 from turnmemory.llm._tools import ToolSpec
-from turnmemory.llm._turn import Execute
+from turnmemory.llm._turn import UNKNOWN, Execute
 from turnmemory.llm.events import TERMINAL_KINDS, Event, EventKind, Reason, Usage, record
 from turnmemory.providers._tools import ToolResult
 
@@ -37,11 +37,13 @@ __all__ = [
     "CONTEXT_WINDOWS",
     "PROVIDERS",
     "TERMINAL_KINDS",
+    "UNKNOWN",
     "Client",
     "ContextLimits",
     "Event",
     "EventKind",
     "Execute",
+    "Pending",
     "Reason",
     "RetryPolicy",
     "TokenCounter",
@@ -55,4 +57,5 @@ __all__ = [
     "open_client",
     "open_counter",
     "record",
+    "record_items",
 ]

@@ -10,8 +10,9 @@ ends, the client settles its pending state, in one place, by how it ended:
   turn's work is saved as the new pending state.
 - ``error``: it failed before anything recoverable accumulated. Nothing is saved.
 
-Closing the event generator early (an interrupt) saves accumulated work the same way; calls of the
-interrupted response that never ran get an error result, so the saved state stays well formed. The
+Closing the event generator early (an interrupt) saves accumulated work the same way; a call that
+started and never ended gets an outcome-unknown result, and calls of the interrupted response that
+never started an error result, so the saved state stays well formed. The
 pending state belongs to the conversation it was left in (its prompts last), and counts the
 interrupted turns it carries.
 """
@@ -31,22 +32,26 @@ from turnmemory.llm._tools import ToolSpec, tool_table
 from turnmemory.llm._turn import Execute, Outcome, Turn
 from turnmemory.llm.events import Event
 from turnmemory.memory import Message
+from turnmemory.providers import Wire
 from turnmemory.providers._read import record
 from turnmemory.providers._render import Item
 from turnmemory.providers._tools import parse_output
+from turnmemory.providers.check import check_request
 from turnmemory.segments import TurnRecorder
 
-__all__ = ["Client", "Pending"]
+__all__ = ["Client", "Pending", "record_items"]
 
 
 @dataclass(frozen=True, slots=True)
 class Pending:
     """What an incomplete turn left: its native ``items``, the ``conversation`` it belongs to (its user
-    and assistant messages, the interrupted prompts last) and how many interrupted ``turns`` it carries."""
+    and assistant messages, the interrupted prompts last), how many interrupted ``turns`` it carries,
+    and where the latest of them begins in ``items`` (``latest``: the earlier ones' items come first)."""
 
     items: tuple[Item, ...]
     conversation: tuple[Message, ...]
     turns: int
+    latest: int = 0
 
 
 class Client:
@@ -85,6 +90,7 @@ class Client:
         self._sdk = sdk
         self._formatter = sdk.wire.Formatter()
         self._pending: Pending | None = None
+        self._running: tuple[Turn, tuple[Message, ...]] | None = None
 
     @property
     def pending(self) -> list[Item] | None:
@@ -96,6 +102,38 @@ class Client:
         """How many interrupted turns the pending state carries (their prompts end its conversation): the
         records of those turns are what a history leaves out while the pending state carries their work."""
         return 0 if self._pending is None else self._pending.turns
+
+    def pending_state(self) -> Pending | None:
+        """The pending state as it stands, or ``None``: while a turn runs, what the turn would leave if it
+        stopped now (a call that started and has not ended is ``UNKNOWN`` in it); between turns, the
+        pending state kept. What a journal of the turn keeps, for :meth:`restore_pending` to bring back
+        after the process stopped."""
+        if self._running is None:
+            return self._pending
+        turn, owner = self._running
+        items = turn.partial()
+        return Pending(tuple(items), owner, self.pending_turns + 1, len(turn.pending)) if items else None
+
+    def restore_pending(self, pending: Pending) -> None:
+        """Carry ``pending`` (a journal's :meth:`running` or settled state, read back) into the next turn,
+        in place of any pending state: its work is replayed as an incomplete turn's is. ``ValueError``
+        when its items are not this provider's, or ``turns`` and ``latest`` do not fit them."""
+        items = list(pending.items)
+        if not all(isinstance(item, dict) for item in items) or not 0 <= pending.latest <= len(items):
+            raise ValueError("the pending items are not native items of this provider")
+        if not 1 <= pending.turns <= sum(1 for m in pending.conversation if m.role == "user"):
+            raise ValueError("the pending state carries more turns than its conversation has prompts")
+        try:
+            self._sdk.wire.pieces(items)
+            request = self._format([*pending.conversation, Message(role="user", content="next")], items)
+            problems = check_request(self.provider, request, require_tools=False)
+        except (KeyError, TypeError, ValueError, AttributeError, RecursionError) as error:
+            raise ValueError(f"the pending items are not native items of this provider ({error})") from None
+        if problems:
+            raise ValueError(f"the pending items do not make a valid {self.provider} request: {problems[0]}")
+        self._pending = Pending(
+            tuple(copy.deepcopy(items)), pending.conversation, pending.turns, pending.latest
+        )
 
     def rebase_pending(self, history: Sequence[Message]) -> None:
         """Let the pending state belong to ``history`` from now on: the same conversation, rewritten before
@@ -109,7 +147,7 @@ class Client:
         turns = self._pending.turns
         if conversation[-turns:] != self._pending.conversation[-turns:]:
             raise ValueError("rebase_pending: the history does not end with the interrupted turns' prompts")
-        self._pending = Pending(self._pending.items, conversation, turns)
+        self._pending = Pending(self._pending.items, conversation, turns, self._pending.latest)
 
     def drop_pending(self, recorder: TurnRecorder | None = None) -> Message | None:
         """Clear the pending state and return it as a historical assistant ``Message``, or ``None``.
@@ -121,11 +159,7 @@ class Client:
         if pending is None:
             return None
         recorder = recorder if recorder is not None else TurnRecorder()
-        record(
-            self._sdk.wire.pieces(pending.items),
-            recorder,
-            lambda call, result: parse_output(result.text, is_error=result.error),
-        )
+        record_items(self._sdk.wire, pending.items, recorder)
         return recorder.finish()
 
     def request_tokens(
@@ -219,9 +253,11 @@ class Client:
             deadline=self.deadline,
         )
         outcome: Outcome | None = None
+        self._running = (turn, owner)
         try:
             outcome = yield from turn.run()
         finally:
+            self._running = None
             end = self._settle(turn, outcome, owner)
         if end is not None:
             yield end
@@ -238,10 +274,20 @@ class Client:
             return Event("done", reason=outcome.reason)
         items = turn.partial()
         earlier = self.pending_turns
-        self._pending = Pending(tuple(items), owner, earlier + 1) if items else None
+        self._pending = Pending(tuple(items), owner, earlier + 1, len(turn.pending)) if items else None
         if outcome is None:
             return None
         return Event("incomplete" if items else "error", reason=outcome.reason, error=outcome.error)
+
+
+def record_items(wire: Wire, items: Sequence[Item], recorder: TurnRecorder) -> None:
+    """Feed the work in native ``items`` of ``wire`` (prose, and every call that has a result) to
+    ``recorder``, as a historical turn records it."""
+    record(
+        wire.pieces(list(items)),
+        recorder,
+        lambda call, result: parse_output(result.text, is_error=result.error),
+    )
 
 
 def _conversation(history: Sequence[Message]) -> tuple[Message, ...]:

@@ -29,12 +29,17 @@ from turnmemory.llm.events import Event, Reason
 from turnmemory.providers._render import Item
 from turnmemory.providers._tools import Call, ToolResult
 
-__all__ = ["Execute", "Outcome", "Turn"]
+__all__ = ["UNKNOWN", "Execute", "Outcome", "Turn"]
 
 Execute = Callable[[str, str, dict[str, Any]], ToolResult]
 """Runs one tool call: ``execute(call_id, name, arguments) -> ToolResult``."""
 
 _UNRUN = ToolResult(error="not run: the turn was interrupted")
+UNKNOWN = ToolResult(
+    error="outcome unknown: the turn was interrupted while this call ran; it may have partly run "
+    "(check its effects before repeating it); it is not run again"
+)
+"""The result of a call that started and never ended: whatever it did is not known, and it never reruns."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,16 +88,19 @@ class Turn:
         self.pending = pending
         self.items: list[Item] = []
         self._answering: tuple[Sequence[Call], list[ToolResult]] = ((), [])
+        self._running = False  # the next call of those being answered is announced and has no result yet
         self._tool_turns = 0
         self._history = request(copy.deepcopy(pending))
         self._replayed = dict.fromkeys(sdk.wire.replayed_tool_names(self._history))
         """The tool names the history (pending state included) replays: read once a turn."""
 
     def partial(self) -> list[Item]:
-        """The partial turn so far: the earlier pending items and this turn's, every call answered (calls
-        of an interrupted response that never ran get an error result)."""
+        """The partial turn so far: the earlier pending items and this turn's, every call answered: a call
+        announced (``tool_start``) that has not ended is :data:`UNKNOWN`, calls of the response that
+        never started get an error result saying they did not run."""
         calls, results = self._answering
-        unanswered = [*results, *[_UNRUN] * (len(calls) - len(results))]
+        running = [UNKNOWN] if self._running else []
+        unanswered = [*results, *running, *[_UNRUN] * (len(calls) - len(results) - len(running))]
         answers = self._sdk.wire.tool_results(calls, unanswered) if calls else []
         return [*self.pending, *self.items, *answers]
 
@@ -200,9 +208,11 @@ class Turn:
         self._answering = (reply.calls, results)
         for call in reply.calls:
             arguments = copy.deepcopy(call.arguments) if call.arguments is not None else {}
+            self._running = True
             yield Event("tool_start", call_id=call.id, name=call.name, arguments=arguments)
             result = self._run(call)
             results.append(result)
+            self._running = False
             yield Event("tool_end", call_id=call.id, name=call.name, output=result.output, error=result.error)
         self.items.extend(self._sdk.wire.tool_results(reply.calls, results))
         self._answering = ((), [])
