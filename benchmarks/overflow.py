@@ -25,12 +25,11 @@ from pathlib import Path
 from typing import Any
 
 from turnmemory.llm import ContextLimits, ToolResult, open_counter
-from turnmemory.llm._loop import Connection, Settings
 from turnmemory.llm._reduce import Reducer
 from turnmemory.llm._tokens import Accounting
-from turnmemory.llm._tools import Call
-from turnmemory.llm.openai_chat import OpenAIChatWire
 from turnmemory.memory import Message
+from turnmemory.providers import openai_chat
+from turnmemory.providers._tools import Call
 from turnmemory.transcripts import ImportedTurn, IterationEnd, Prose, ToolCall, load_session
 from turnmemory.transcripts import ToolResult as ImportedResult
 
@@ -59,9 +58,7 @@ def iterations(turn: ImportedTurn) -> Iterator[tuple[str, list[ToolCall], list[I
         yield "".join(prose), calls, results
 
 
-def native_items(
-    wire: OpenAIChatWire, prose: str, calls: list[ToolCall], results: list[ImportedResult]
-) -> list[Any]:
+def native_items(prose: str, calls: list[ToolCall], results: list[ImportedResult]) -> list[Any]:
     """One iteration as the OpenAI Chat client appends it: the assistant message, then the results."""
     message: dict[str, Any] = {"role": "assistant", "content": prose or None}
     if calls:
@@ -87,7 +84,7 @@ def native_items(
         for call in calls
         if call.call_id not in by_id
     ]
-    return [message, *wire.tool_results(native_calls, outputs), *missing]
+    return [message, *openai_chat.tool_results(native_calls, outputs), *missing]
 
 
 def _arguments(source: str) -> str:
@@ -120,13 +117,13 @@ class Corpus:
     tallies: dict[int, Tally] = field(default_factory=lambda: {window: Tally() for window in WINDOWS})
 
 
-def simulate(wire: OpenAIChatWire, turn: ImportedTurn, corpus: Corpus, counter: Any) -> None:
+def simulate(turn: ImportedTurn, corpus: Corpus, counter: Any) -> None:
     """Every request of ``turn``, as it is and through the reducer, under each window."""
-    steps = [native_items(wire, *step) for step in iterations(turn)]
-    base = wire.format([Message(role="user", content=turn.user or "(task)")], [])
+    steps = [native_items(*step) for step in iterations(turn)]
+    base = openai_chat.to_request([Message(role="user", content=turn.user or "(task)")])
     for window in WINDOWS:
         tally = corpus.tallies[window]
-        reducer = Reducer(wire, Accounting(counter, ContextLimits.of("gpt-4.1", window=window)))
+        reducer = Reducer(openai_chat, Accounting(counter, ContextLimits.of("gpt-4.1", window=window)))
         plain: list[Any] = []
         trace: list[Any] = []
         failed = False
@@ -163,9 +160,6 @@ def main(argv: list[str]) -> int:
         print(f"no transcripts at {root}", file=sys.stderr)
         return 2
     counter = open_counter("o200k")
-    wire = OpenAIChatWire(
-        Settings(model="gpt-4.1"), Connection(base_url="http://127.0.0.1:9", api_key="unused")
-    )
     print(f"unit: {counter.unit}" + (f" ({counter.note})" if counter.note else ""))
     print(
         "| data set | window | requests | largest | over the window, as is | over the budget, as is "
@@ -178,7 +172,7 @@ def main(argv: list[str]) -> int:
             session = load_session(path)
             for turn in session.turns:
                 corpus.sessions += 1
-                simulate(wire, turn, corpus, counter)
+                simulate(turn, corpus, counter)
         for window in WINDOWS:
             t = corpus.tallies[window]
             print(

@@ -1,4 +1,4 @@
-"""Text bounds shared by recording (retention), loading (memory) and the session store.
+"""Text bounds and encodings shared by every layer: retained fields, one-line messages, compact JSON.
 
 Every string that enters a TurnMemory passes through :func:`bound_text`, whether it comes from a
 finished tool call or from a persisted record, so a hostile session file cannot smuggle a secret or a
@@ -7,18 +7,20 @@ bulky value into a provider request. The redactor itself is :mod:`turnmemory.red
 
 from __future__ import annotations
 
+import json
 import re
 from functools import lru_cache
+from typing import Any
 
 from turnmemory.redaction import REDACTED, generation, redact
 
 __all__ = [
     "MAX_FIELD_BYTES",
-    "REDACTED",
     "bound_text",
+    "compact_json",
     "cut_utf8",
     "is_unicode",
-    "redact",
+    "one_line",
     "redact_prefix",
     "terminal_safe",
 ]
@@ -134,3 +136,17 @@ def _redact_window(window: str, split: bool) -> str:
         return redacted[: len(redacted) - len(tail)]
     last = redacted.rfind(REDACTED)
     return redacted[: last + len(REDACTED)] if last >= 0 else ""
+
+
+def one_line(text: str, limit: int = 500) -> str:
+    """``text`` with whitespace collapsed to single spaces, cut to ``limit`` characters (ending ``...``)."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 3] + "..."
+
+
+def compact_json(value: Any) -> str:
+    """``value`` as compact JSON text: no spaces, non-ASCII kept, anything JSON cannot hold as its ``str``.
+
+    The one encoding of arguments, results and requests wherever their text is sent, stored or measured.
+    """
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)

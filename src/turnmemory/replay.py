@@ -8,7 +8,6 @@ Provider modules render steps into their wire format.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -25,7 +24,6 @@ __all__ = [
     "historical_arguments",
     "historical_result",
     "historical_steps",
-    "result_json",
 ]
 
 ArgumentPolicy = Literal["empty", "target"]
@@ -104,11 +102,6 @@ def historical_arguments(
         path, _, pattern = activity.target.partition(" :: ")
         return {"path": path, "pattern": pattern}
     return {rule.parameter: activity.target}
-
-
-def result_json(result: Mapping[str, Any]) -> str:
-    """The compact JSON text of a result, as string-typed providers carry it."""
-    return json.dumps(result, ensure_ascii=False, separators=(",", ":"))
 
 
 def historical_steps(

@@ -24,8 +24,9 @@ from types import MappingProxyType
 from typing import Any, Literal
 from urllib.parse import urlsplit, urlunsplit
 
-from turnmemory._text import MAX_FIELD_BYTES, REDACTED, bound_text, cut_utf8, redact, redact_prefix
+from turnmemory._text import MAX_FIELD_BYTES, bound_text, cut_utf8, redact_prefix
 from turnmemory.memory import ToolActivity
+from turnmemory.redaction import REDACTED, redact
 
 __all__ = [
     "DEFAULT_RULES",

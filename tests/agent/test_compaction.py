@@ -384,3 +384,37 @@ def test_a_turn_that_overflows_drops_its_pending_state_and_the_session_goes_on(
     assert "Think aloud and keep reading." in json.dumps(server.requests[-1].body) or stored(
         agent, "compaction"
     )
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_a_compaction_keeps_the_pending_state_of_an_interrupted_turn_and_the_session_goes_on(
+    provider: str, server: FakeProviderServer, open_agent: Callable[..., Agent], workspace: Path
+) -> None:
+    from turnmemory.testing import Failure
+
+    (workspace / "notes.txt").write_text("hello\n")
+    agent = open_agent(provider, compaction="drop")
+    budget = agent.client.accounting.limits.budget
+    n = 0
+    while agent.request_tokens("Next?") <= 0.5 * budget:  # history near the compaction trigger
+        turn(agent, server, n)
+        n += 1
+    server.push(
+        Reply(
+            text="Reading. " + prose(99, words=250), tool_calls=[ToolCall("read_file", {"path": "notes.txt"})]
+        ),
+        Failure(status=400, message="a rejected request"),
+    )
+    assert agent.turn("Read the notes.").status == "incomplete"
+    assert agent.client.pending_turns == 1 and will_compact(agent, "Go on.")
+
+    server.push(Reply(text="Carried on."))
+    outcome = agent.turn("Go on.")
+    assert outcome.status == "done", outcome
+    sent = json.dumps(server.requests[-1].body)
+    assert MARKER in sent and "w99x1 " in sent  # compacted, and the interrupted turn's raw work injected
+    assert stored(agent, "compaction") and agent.client.pending is None
+    assert [m.content for m in agent.request_history()[-4:] if m.role == "user"] == [
+        "Read the notes.",
+        "Go on.",
+    ]

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import turnmemory as tm
-from turnmemory.replay import compact_id, historical_arguments, historical_result, result_json
+from turnmemory._text import compact_json
+from turnmemory.replay import compact_id, historical_arguments, historical_result
 
 SPEC_CONTENT = "Let me update the handler. The terminal event is now handled."
 SPEC_MEMORY = tm.TurnMemory.from_dict(
@@ -100,25 +101,25 @@ def test_ids_count_accepted_activities_only() -> None:
 
 
 def test_results_in_spec_form() -> None:
-    assert result_json(historical_result(tm.ToolActivity(0, "x"))) == '{"status":"success"}'
-    assert result_json(historical_result(tm.ToolActivity(0, "x", status="error"))) == '{"status":"error"}'
-    assert result_json(historical_result(tm.ToolActivity(0, "x", status="timeout"))) == '{"status":"error"}'
+    assert compact_json(historical_result(tm.ToolActivity(0, "x"))) == '{"status":"success"}'
+    assert compact_json(historical_result(tm.ToolActivity(0, "x", status="error"))) == '{"status":"error"}'
+    assert compact_json(historical_result(tm.ToolActivity(0, "x", status="timeout"))) == '{"status":"error"}'
     failed = tm.ToolActivity(0, "bash", failed_command="go test ./...", exit_code=1)
     assert (
-        result_json(historical_result(failed))
+        compact_json(historical_result(failed))
         == '{"status":"success","failed_command":"go test ./...","exit_code":1}'
     )
     changed = tm.ToolActivity(0, "edit_file", file_changed="a.go")
-    assert result_json(historical_result(changed)) == '{"status":"success","file_changed":"a.go"}'
+    assert compact_json(historical_result(changed)) == '{"status":"success","file_changed":"a.go"}'
     # An error result carries nothing but its status.
     assert historical_result(tm.ToolActivity(0, "edit_file", status="error", file_changed="a.go")) == {
         "status": "error"
     }
 
 
-def test_unicode_is_not_escaped_in_result_json() -> None:
+def test_unicode_is_not_escaped_in_compact_json() -> None:
     assert (
-        result_json({"status": "success", "file_changed": "données.txt"})
+        compact_json({"status": "success", "file_changed": "données.txt"})
         == '{"status":"success","file_changed":"données.txt"}'
     )
 

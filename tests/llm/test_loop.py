@@ -19,9 +19,11 @@ from hypothesis import strategies as st
 
 import turnmemory as tm
 from turnmemory.llm import Event, RetryPolicy, ToolResult, ToolSpec, Usage, record
-from turnmemory.llm._loop import Client, Completion, PendingReplay
-from turnmemory.llm._retry import Failure
-from turnmemory.llm._tools import Call
+from turnmemory.llm._client import Client
+from turnmemory.llm._retry import RequestFailure
+from turnmemory.llm._sdk import Completion, Settings
+from turnmemory.providers._read import Piece
+from turnmemory.providers._tools import Call
 
 TOOL = ToolSpec(
     "probe", "Probe.", {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}
@@ -43,22 +45,77 @@ class ScriptError(Exception):
         self.kind = kind
 
 
-class ScriptedWire:
-    """A ``Wire`` whose requests are answered from a list of steps; it records every request."""
+class ScriptedFormatter:
+    """Renders messages as plain role/content dicts, with the pending items before the last one."""
 
-    items_key = "messages"
+    def to_request(
+        self, messages: Sequence[tm.Message], *, pending: Sequence[dict[str, Any]] = (), **options: Any
+    ) -> dict[str, Any]:
+        rendered = [{"role": m.role, "content": m.content} for m in messages]
+        return {"messages": [*rendered[:-1], *pending, rendered[-1]]}
+
+
+class ScriptedFormat:
+    """The scripted wire format: assistant items with ``calls``, tool items with ``results``."""
+
+    ITEMS = "messages"
+    TURNS = None
+    Formatter = ScriptedFormatter
+
+    def pieces(self, items: Sequence[Mapping[str, Any]]) -> list[Piece]:
+        found: list[Piece] = []
+        for index, item in enumerate(items):
+            if item["role"] == "assistant":
+                found.append(Piece(index, 0, "prose", text=item["content"]))
+                found.extend(
+                    Piece(index, slot, "call", call["id"], call["name"], arguments={})
+                    for slot, call in enumerate(item.get("calls", ()))
+                )
+            elif item["role"] == "tool":
+                found.extend(
+                    Piece(
+                        index,
+                        slot,
+                        "result",
+                        call_id,
+                        text=error if error is not None else json.dumps(output),
+                        error=error is not None,
+                    )
+                    for slot, (call_id, output, error) in enumerate(item["results"])
+                )
+        return found
+
+    def replace(self, item: dict[str, Any], piece: Piece, content: str | dict[str, Any]) -> dict[str, Any]:
+        raise AssertionError("the scripted requests always fit")
+
+    def tool_results(self, calls: Sequence[Call], results: Sequence[ToolResult]) -> list[dict[str, Any]]:
+        return [
+            {
+                "role": "tool",
+                "results": [[c.id, r.output, r.error] for c, r in zip(calls, results, strict=True)],
+            }
+        ]
+
+    def replayed_tool_names(self, request: Mapping[str, Any]) -> list[str]:
+        return [call["name"] for item in request["messages"] for call in item.get("calls", ())]
+
+
+class ScriptedWire:
+    """An SDK half whose requests are answered from a list of steps; it records every request."""
+
+    wire = ScriptedFormat()
+    settings = Settings(model="m")
 
     def __init__(self, steps: Sequence[Step]) -> None:
         self.steps = list(steps)
         self.requests: list[dict[str, Any]] = []
         self.served = 0
 
-    def format(self, messages: Sequence[tm.Message], pending: list[dict[str, Any]]) -> dict[str, Any]:
-        rendered = [{"role": m.role, "content": m.content} for m in messages]
-        return {"messages": [*rendered[:-1], *pending, rendered[-1]]}
+    def options(self) -> dict[str, Any]:
+        return {}
 
-    def replayed_tools(self, request: Mapping[str, Any]) -> Sequence[str]:
-        return [call["name"] for item in request["messages"] for call in item.get("calls", ())]
+    def injected(self, pending: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        return pending
 
     def stream(
         self, request: Mapping[str, Any], tools: Sequence[ToolSpec], turn_start: int
@@ -80,28 +137,12 @@ class ScriptedWire:
         }
         yield Completion(items=(item,), calls=calls, text=step.text, usage=Usage(1, 1, 0))
 
-    def tool_results(self, calls: Sequence[Call], results: Sequence[ToolResult]) -> list[dict[str, Any]]:
-        return [
-            {
-                "role": "tool",
-                "results": [[c.id, r.output, r.error] for c, r in zip(calls, results, strict=True)],
-            }
-        ]
-
-    def failure(self, error: Exception) -> Failure | None:
+    def failure(self, error: Exception) -> RequestFailure | None:
         if isinstance(error, ScriptError):
-            return Failure(str(error), retryable=error.kind == "retryable", overflow=error.kind == "overflow")
+            return RequestFailure(
+                str(error), retryable=error.kind == "retryable", overflow=error.kind == "overflow"
+            )
         return None
-
-    def replay(self, pending: Sequence[dict[str, Any]], out: PendingReplay) -> None:
-        for item in pending:
-            if item["role"] == "assistant":
-                out.text(item["content"])
-                for call in item["calls"]:
-                    out.call(call["id"], call["name"], {})
-            elif item["role"] == "tool":
-                for call_id, output, error in item["results"]:
-                    out.result(call_id, ToolResult(output=output, error=error))
 
 
 def make(
@@ -256,7 +297,7 @@ def test_bad_arguments_fail_at_once() -> None:
 
 def test_an_unexpected_error_ends_the_turn_and_keeps_accumulated_work() -> None:
     class Broken(ScriptedWire):
-        def failure(self, error: Exception) -> Failure | None:
+        def failure(self, error: Exception) -> RequestFailure | None:
             return None
 
     wire = Broken([Step(text="a", calls=1), Step(fail="fatal")])

@@ -101,10 +101,11 @@ def test_bedrock_unparsable_tool_input_replays_as_an_empty_object() -> None:
 
 def test_anthropic_strips_stale_cache_markers_from_injected_pending_state() -> None:
     import turnmemory as tm
-    from turnmemory.llm._loop import Connection, Settings
-    from turnmemory.llm.anthropic import AnthropicWire
+    from turnmemory.llm._sdk import Endpoint, Settings
+    from turnmemory.llm.anthropic import AnthropicSdk
+    from turnmemory.providers import anthropic
 
-    wire = AnthropicWire(Settings(model="m"), Connection(api_key="test"))
+    sdk = AnthropicSdk(Settings(model="m"), Endpoint(api_key="test"))
     marked = {"type": "ephemeral"}
     pending: list[dict[str, Any]] = [
         {
@@ -117,6 +118,8 @@ def test_anthropic_strips_stale_cache_markers_from_injected_pending_state() -> N
         },
         {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "ok"}]},
     ]
-    request = wire.format([tm.Message("user", "go"), tm.Message("user", "next")], pending)
+    request = anthropic.to_request(
+        [tm.Message("user", "go"), tm.Message("user", "next")], pending=sdk.injected(pending)
+    )
     assert "cache_control" not in str(request)
     assert "cache_control" in str(pending)  # the caller's state is left as it was

@@ -10,7 +10,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from turnmemory.llm._schema import schema_problem
-from turnmemory.llm._tools import Call, ToolSpec, call_problem
+from turnmemory.llm._tools import ToolSpec, call_problem
+from turnmemory.providers._tools import Call
 
 EDIT = {
     "type": "object",

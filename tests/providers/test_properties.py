@@ -15,7 +15,7 @@ from tests.providers.strategies import assistant_message, history, native_pendin
 import turnmemory as tm
 from turnmemory.memory import valid_activities
 from turnmemory.providers import PROVIDERS, anthropic, bedrock, gemini, openai_chat, openai_responses
-from turnmemory.providers._common import is_blank
+from turnmemory.providers._render import is_blank
 from turnmemory.providers.check import check_request
 
 MODULES: dict[str, Any] = {

@@ -171,7 +171,6 @@ class Agent:
             role="system", content=system_prompt(self.workspace, mcp_catalogue=mcp_catalogue)
         )
         self.messages: list[Message] = []
-        self._covered: set[int] = set()
         self._recorder = TurnRecorder(self.workspace)
         self._waited: dict[str, float] = {}  # seconds each call of the turn spent waiting for a person
         if session_id is None:
@@ -189,12 +188,13 @@ class Agent:
         """Where this session's tools run."""
         return ToolContext(workspace=self.workspace, spill_dir=str(self._spill.path), sandbox=self.sandbox)
 
-    def request_history(self) -> list[Message]:
-        """The history the next request carries: the system prompt and the retained conversation,
-        without the partial turns whose work the client's pending state carries."""
-        if self.client.pending is None:
-            self._covered.clear()
-        return [self.system, *(m for i, m in enumerate(self.messages) if i not in self._covered)]
+    def request_history(self, messages: Sequence[Message] | None = None) -> list[Message]:
+        """The history the next request carries: the system prompt and the retained conversation (or
+        ``messages``), without the records of the interrupted turns whose work the client's pending
+        state carries (the client says how many: they are the latest)."""
+        messages = self.messages if messages is None else messages
+        start = _turn_start(messages, self.client.pending_turns)
+        return [self.system, *messages[:start], *(m for m in messages[start:] if m.role == "user")]
 
     def turn(self, prompt: str, *, attachments: str = "") -> TurnOutcome:
         """Run one assistant turn for ``prompt``; Ctrl-C (``KeyboardInterrupt``) ends it as interrupted.
@@ -268,7 +268,7 @@ class Agent:
             return None
         sizes = [accounting.scaled(accounting.counter.value(m.to_dict())) for m in self.messages]
         excess = sum(sizes) if force else before - int(TARGET * budget)
-        limit = min(self._covered) if self._covered else None
+        limit = _turn_start(self.messages, self.client.pending_turns) if self.client.pending_turns else None
         cut = cut_point(self.messages, sizes, excess, keep=1, limit=limit)
         if before - sum(sizes[:cut]) > budget:  # the latest turn alone does not fit: it goes too
             cut = cut_point(self.messages, sizes, excess, keep=0, limit=limit)
@@ -284,12 +284,12 @@ class Agent:
             replaces=cut, content=marker(kind, turns, summary or ""), mode=kind, turns=turns
         )
         messages = compaction.apply(self.messages)
-        covered = {index - cut + 1 for index in self._covered}
-        history = [self.system, *(m for i, m in enumerate(messages) if i not in covered)]
+        history = self.request_history(messages)
         after = self.client.request_tokens(history, prompt or ".", tools=specs)
         compaction = replace(compaction, freed=max(before - after, 0))
         self.store.add_compaction(self.session_id, compaction.to_dict())
-        self.messages, self._covered = messages, covered
+        self.messages = messages
+        self.client.rebase_pending(history)  # the interrupted turns it carries are still the latest
         done = "summarized" if kind == "summary" else "dropped"
         plural = "s" if turns != 1 else ""
         self.view.notice(
@@ -349,8 +349,6 @@ class Agent:
         self.messages.append(Message(role="user", content=prompt))
         if message.content or message.turn_memory is not None:
             self.messages.append(message)
-            if status != "done" and self.client.pending is not None:
-                self._covered.add(len(self.messages) - 1)
         return TurnOutcome(status=status, message=message, error=error, reason=reason, usage=usage)
 
     def _execute(self, call_id: str, name: str, arguments: dict[str, Any]) -> ToolResult:
@@ -435,7 +433,7 @@ class Agent:
             self.workspace, provider=self.config.provider, model=self.config.model
         )
         self.store.release(previous)
-        self.messages, self._covered = [], set()
+        self.messages = []
         self.permissions.reset_session()
         self.client = self._client_factory(self.config, self.session_id)
 
@@ -448,7 +446,7 @@ class Agent:
         if previous != session_id:
             self.store.release(previous)
         self.session_id = session_id
-        self.messages, self._covered = [], set()
+        self.messages = []
         self._load(loaded)
         self.permissions.reset_session()
         used = loaded.model
@@ -473,7 +471,6 @@ class Agent:
 
     def _drop_pending(self, reason: str) -> None:
         message = self.client.drop_pending(TurnRecorder(self.workspace))
-        self._covered.clear()
         if message is not None:
             self.store.add_pending_drop(self.session_id, message, reason=reason)
             self.view.notice(
@@ -515,6 +512,12 @@ class Agent:
             layers.append(layer("historical tool blocks", _json(formatter(history)), _json(formatter(bare))))
         layers.append(layer("pending", _json(pending) if pending else ""))
         return layers
+
+
+def _turn_start(messages: Sequence[Message], turns: int) -> int:
+    """Where the last ``turns`` user turns of ``messages`` begin (``len(messages)`` for none)."""
+    starts = [index for index, message in enumerate(messages) if message.role == "user"]
+    return starts[-turns] if 0 < turns <= len(starts) else len(messages)
 
 
 def _formatter(provider: str) -> Callable[[list[Message]], Any] | None:

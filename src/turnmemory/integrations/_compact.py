@@ -1,37 +1,39 @@
 """TurnMemory for a provider-format message history: every completed turn becomes its compact replay.
 
-A history is read turn by turn into the same event stream the transcript importers produce (prose,
-reasoning, tool calls, tool results, loop iterations) and replayed through a :class:`TurnRecorder`;
-the resulting messages are formatted by the provider's own formatter. User and system messages are
-kept as they were given, and so is everything after the last user message (the turn in progress).
+A history is read with the provider module's own reader (``pieces``: prose, reasoning, tool calls and
+their results, in order) and each completed turn recorded through a :class:`TurnRecorder`, as the
+pending-state replay does; the resulting messages are formatted by the provider's own formatter. User
+and system messages are kept as they were given (an Anthropic, Bedrock or Gemini user message that
+also answers calls keeps only its other blocks: its results belong to the turn before), and so is
+everything after the last user message (the turn in progress).
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from turnmemory.integrations._read import (
-    PROVIDERS,
-    Provider,
-    ResultParser,
-    content_key,
-    is_user_turn,
-    read,
-    text_block,
-)
 from turnmemory.memory import Message
-from turnmemory.providers import anthropic, bedrock, gemini, openai_chat, openai_responses
+from turnmemory.providers import PROVIDERS, Provider, Wire, wire
+from turnmemory.providers._build import TurnFormat
+from turnmemory.providers._read import Piece, record
+from turnmemory.providers._render import Item
+from turnmemory.providers._tools import ToolResult
 from turnmemory.replay import ArgumentPolicy, IdStyle
 from turnmemory.retention import DEFAULT_RULES, ToolRule
 from turnmemory.segments import TurnRecorder
-from turnmemory.transcripts import Event, replay_events, tool_outcome
+from turnmemory.transcripts import tool_outcome
 
 __all__ = ["Compactor", "Provider", "ResultParser", "compact", "parse_result"]
 
-Item = dict[str, Any]
+ResultParser = Callable[[str, Mapping[str, Any], str, bool], "tuple[Mapping[str, Any] | None, bool]"]
+"""``(tool name, call arguments, result text, error flag) -> (outcome, failed)``.
+
+The outcome is the output mapping the retention rules read (``{"file_changed": path}``,
+``{"exit_code": n}``); ``failed`` marks a call that did not run (its activity gets status ``error``).
+"""
 
 _PLACEHOLDER = "\u2063"  # stands for a kept user message while the formatter lays out the request
 _EXIT_STATUS = re.compile(r"(?:\A|\n)(?:Error: )?exit status (-?\d+)\s*\Z")
@@ -146,13 +148,8 @@ class Compactor:
             if result_parser is not None
             else lambda name, args, text, error: parse_result(name, args, text, error, rules=rules)
         )
-        self._formatter = {
-            "openai_chat": openai_chat.Formatter,
-            "anthropic": anthropic.Formatter,
-            "openai_responses": openai_responses.Formatter,
-            "gemini": gemini.Formatter,
-            "bedrock": bedrock.Formatter,
-        }[provider]()
+        self._wire: Wire = wire(provider)
+        self._formatter = self._wire.Formatter()
         self._read: list[Mapping[str, Any]] = []
         self._history: list[Message] = []
         self._kept: list[Any] = []
@@ -160,7 +157,7 @@ class Compactor:
     def compact(self, messages: Sequence[Any]) -> list[Item]:
         """``messages`` with every turn before the last user message replaced by its TurnMemory replay."""
         given = _checked(messages, self.provider)
-        last = next((i for i in range(len(given) - 1, -1, -1) if is_user_turn(self.provider, given[i])), None)
+        last = next((i for i in range(len(given) - 1, -1, -1) if self._user_turn(given[i])), None)
         if last is None:
             return [dict(message) for message in given]
         prefix = given[: last + 1]
@@ -170,7 +167,7 @@ class Compactor:
             self._read, self._history, self._kept = [], [], []
         self._extend(prefix[len(self._read) :])
         self._read = prefix
-        if isinstance(self._formatter, openai_chat.Formatter):
+        if self.provider == "openai_chat":
             request = self._formatter.to_request(
                 self._history, arguments=self.arguments, id_style=self.id_style, model=self.model
             )
@@ -178,27 +175,95 @@ class Compactor:
             request = self._formatter.to_request(
                 self._history, arguments=self.arguments, id_style=self.id_style or "historical"
             )
-        if self.provider in ("openai_chat", "openai_responses"):
-            laid_out = _kept(request["messages" if self.provider == "openai_chat" else "input"], self._kept)
-        else:
-            items = request["contents" if self.provider == "gemini" else "messages"]
-            laid_out = _turn_kept(self.provider, items, self._kept)
+        items = request[self._wire.ITEMS]
+        turns = self._wire.TURNS
+        laid_out = _kept(items, self._kept) if turns is None else _turn_kept(turns, items, self._kept)
         return [*laid_out, *(dict(message) for message in given[last + 1 :])]
 
     def _extend(self, messages: list[Mapping[str, Any]]) -> None:
-        parts = read(self.provider, messages, self._parse)
+        parts = _parts(self._wire, self.provider, messages)
         for part in parts[:-1]:  # the last part is the (empty) turn after the last user message
-            if part.kept is None:
-                if part.events or (self._kept and is_user_turn(self.provider, self._kept[-1])):
-                    self._history.append(self._replay(part.events))
+            if isinstance(part, tuple):
+                if part or (self._kept and self._user_turn(self._kept[-1])):
+                    self._history.append(self._replay(part))
                 continue
             self._history.append(Message("user", _PLACEHOLDER))
-            self._kept.append(part.kept)
+            self._kept.append(part)
 
-    def _replay(self, events: Sequence[Event]) -> Message:
+    def _replay(self, pieces: Sequence[Piece]) -> Message:
         recorder = TurnRecorder(workspace=self.workspace, rules=self.rules)
-        replay_events(events, recorder)
+        record(pieces, recorder, self._result)
         return recorder.finish()
+
+    def _result(self, call: Piece, answer: Piece) -> ToolResult:
+        outcome, failed = self._parse(call.name, call.arguments or {}, answer.text, answer.error)
+        return ToolResult(output=outcome, error=(answer.text or "error") if failed else None)
+
+    def _user_turn(self, message: Mapping[str, Any]) -> bool:
+        """Whether ``message`` starts a user turn (a user message that is not only results)."""
+        if message.get("role") != "user":
+            return False
+        if self._wire.TURNS is None:
+            return bool(message.get("type", "message") == "message")
+        results = {piece.slot for piece in self._wire.pieces([message]) if piece.kind == "result"}
+        blocks = _blocks(self._wire.TURNS, message)
+        return any(isinstance(block, Mapping) and slot not in results for slot, block in enumerate(blocks))
+
+
+def _parts(
+    wire: Wire, provider: str, messages: Sequence[Mapping[str, Any]]
+) -> list[Mapping[str, Any] | tuple[Piece, ...]]:
+    """``messages`` as kept messages (user and system messages, as given) and the pieces of the
+    completed turns between them, in order.
+
+    The last part is the turn after the last kept message (empty when that message is a user turn).
+    """
+    by_item: dict[int, list[Piece]] = {}
+    for piece in wire.pieces(messages):
+        by_item.setdefault(piece.item, []).append(piece)
+    parts: list[Mapping[str, Any] | tuple[Piece, ...]] = []
+    turn: list[Piece] = []
+    for index, message in enumerate(messages):
+        found = by_item.get(index, [])
+        kept = _kept_part(wire, provider, message, found)
+        turn.extend(piece for piece in found if kept is None or piece.kind == "result")
+        if kept is not None:
+            parts += [tuple(turn), kept]
+            turn = []
+    return [*parts, tuple(turn)]
+
+
+def _kept_part(
+    wire: Wire, provider: str, message: Mapping[str, Any], found: Sequence[Piece]
+) -> Mapping[str, Any] | None:
+    """What of ``message`` is kept as given (``None``: it is the assistant's work, or only results)."""
+    role, turns = message.get("role"), wire.TURNS
+    if turns is None:
+        own = role in ("assistant", "tool") or message.get("type", "message") != "message"
+        return None if own else message
+    if role == turns.assistant_role:
+        return None
+    if role != "user":
+        raise ValueError(
+            f"{provider} messages: role must be 'user' or {turns.assistant_role!r}, got {role!r}"
+        )
+    results = {piece.slot for piece in found if piece.kind == "result"}
+    rest = [
+        block
+        for slot, block in enumerate(_blocks(turns, message))
+        if isinstance(block, Mapping) and slot not in results
+    ]
+    if not rest:
+        return None
+    content = message.get(turns.content_key)
+    return {**message, turns.content_key: content if isinstance(content, str) else rest}
+
+
+def _blocks(fmt: TurnFormat, message: Mapping[str, Any]) -> list[Any]:
+    content = message.get(fmt.content_key)
+    if isinstance(content, str):
+        return [fmt.text(content)]
+    return content if isinstance(content, list) else []
 
 
 def _kept(items: list[Item], kept: list[Any]) -> list[Item]:
@@ -207,13 +272,13 @@ def _kept(items: list[Item], kept: list[Any]) -> list[Item]:
     return [dict(next(originals)) if item.get("role") == "user" else item for item in items]
 
 
-def _turn_kept(provider: Provider, turns: list[Item], kept: list[Any]) -> list[Item]:
+def _turn_kept(fmt: TurnFormat, turns: list[Item], kept: list[Any]) -> list[Item]:
     """Turn-based formats: each placeholder text block of a user turn stands for the next kept message.
 
     The formatter merges adjacent user turns; here each kept message stays a message of its own, as
     given, except that the results answering the calls of the turn before it come first in it.
     """
-    key, placeholder = content_key(provider), text_block(provider, _PLACEHOLDER)
+    key, placeholder = fmt.content_key, fmt.text(_PLACEHOLDER)
     originals = iter(kept)
     out: list[Item] = []
     for turn in turns:
@@ -230,7 +295,7 @@ def _turn_kept(provider: Provider, turns: list[Item], kept: list[Any]) -> list[I
                 out.append(dict(original))
                 continue
             content = original.get(key)
-            blocks = [text_block(provider, content)] if isinstance(content, str) else list(content)
+            blocks = [fmt.text(content)] if isinstance(content, str) else list(content)
             out.append({"role": "user", key: [*results, *blocks]})
             results = []
         if results:

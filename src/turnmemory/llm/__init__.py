@@ -13,7 +13,7 @@
 Importing this package needs no SDK; each provider's SDK is imported when its client is opened.
 """
 
-from turnmemory.llm._loop import Client, Execute
+from turnmemory.llm._client import Client
 from turnmemory.llm._open import PROVIDERS, open_client
 from turnmemory.llm._reduce import CLEARED
 from turnmemory.llm._retry import RetryPolicy
@@ -27,8 +27,10 @@ from turnmemory.llm._tokens import (
     o200k_unavailable,
     open_counter,
 )
-from turnmemory.llm._tools import ToolResult, ToolSpec
+from turnmemory.llm._tools import ToolSpec
+from turnmemory.llm._turn import Execute
 from turnmemory.llm.events import TERMINAL_KINDS, Event, EventKind, Reason, Usage, record
+from turnmemory.providers._tools import ToolResult
 
 __all__ = [
     "CLEARED",

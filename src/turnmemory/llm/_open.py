@@ -5,24 +5,24 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from turnmemory.llm._loop import DEFAULT_CONNECT_TIMEOUT, DEFAULT_TIMEOUT, Client, Connection, Settings
+from turnmemory.llm._client import Client
 from turnmemory.llm._retry import RetryPolicy
+from turnmemory.llm._sdk import DEFAULT_CONNECT_TIMEOUT, DEFAULT_TIMEOUT, Endpoint, Settings
 from turnmemory.llm._tokens import ContextLimits, Tokenizer, open_counter
+from turnmemory.providers import PROVIDERS
 from turnmemory.replay import ArgumentPolicy, IdStyle
 
 __all__ = ["PROVIDERS", "open_client"]
 
-_WIRES: dict[str, tuple[str, str, str]] = {
-    "anthropic": ("turnmemory.llm.anthropic", "AnthropicWire", "anthropic"),
-    "openai_chat": ("turnmemory.llm.openai_chat", "OpenAIChatWire", "openai"),
-    "openai_responses": ("turnmemory.llm.openai_responses", "OpenAIResponsesWire", "openai"),
-    "gemini": ("turnmemory.llm.gemini", "GeminiWire", "google-genai"),
-    "bedrock": ("turnmemory.llm.bedrock", "BedrockWire", "boto3"),
-}
-"""Provider name → (module, wire class, the SDK's package)."""
 
-PROVIDERS: tuple[str, ...] = tuple(_WIRES)
-"""The provider names ``open_client`` knows."""
+_SDKS: dict[str, tuple[str, str, str]] = {
+    "anthropic": ("turnmemory.llm.anthropic", "AnthropicSdk", "anthropic"),
+    "openai_chat": ("turnmemory.llm.openai_chat", "OpenAIChatSdk", "openai"),
+    "openai_responses": ("turnmemory.llm.openai_responses", "OpenAIResponsesSdk", "openai"),
+    "gemini": ("turnmemory.llm.gemini", "GeminiSdk", "google-genai"),
+    "bedrock": ("turnmemory.llm.bedrock", "BedrockSdk", "boto3"),
+}
+"""Provider name → (module, SDK half, the SDK's package), for every name of ``PROVIDERS``."""
 
 DEFAULT_MAX_TOOL_TURNS = 100
 
@@ -34,7 +34,6 @@ def open_client(
     base_url: str | None = None,
     api_key: str | None = None,
     client: Any = None,
-    http_client: Any = None,
     timeout: float | None = None,
     connect_timeout: float | None = None,
     deadline: float | None = None,
@@ -59,8 +58,8 @@ def open_client(
     ``provider`` is ``"anthropic"``, ``"openai_chat"`` (also any OpenAI-compatible server, given its
     ``base_url``), ``"openai_responses"``, ``"gemini"`` or ``"bedrock"``. The SDK client is built from
     ``base_url`` (Bedrock: the endpoint URL), ``api_key`` (Bedrock takes none: it reads the AWS
-    credential chain), ``region`` (Bedrock), ``http_client`` (an ``httpx2.Client``: Anthropic, OpenAI,
-    Gemini), ``timeout`` (seconds to wait for the next bytes of a response; 300 by default) and
+    credential chain), ``region`` (Bedrock), ``timeout`` (seconds to wait for the next bytes of a
+    response; 300 by default) and
     ``connect_timeout`` (seconds to wait for a connection; 10), with the SDK's own retries off; or
     pass a ready SDK object as ``client`` (Anthropic and OpenAI clients get their retries turned off;
     configure a Gemini or boto3 client's retries and timeouts yourself).
@@ -83,7 +82,7 @@ def open_client(
     tokens the in-turn reducer clears at a time (default a fifth of the window); ``tokenizer`` the
     offline estimate (``"auto"``: o200k where available offline, else bytes / 3).
     """
-    entry = _WIRES.get(provider)
+    entry = _SDKS.get(provider)
     if entry is None:
         raise ValueError(f"provider: expected one of {', '.join(PROVIDERS)}, got {provider!r}")
     if not isinstance(model, str) or not model:
@@ -115,24 +114,23 @@ def open_client(
     )
     counter = open_counter(tokenizer)
     module_name, class_name, package = entry
-    wire_class = getattr(importlib.import_module(module_name), class_name)
-    connection = Connection(
+    sdk_class = getattr(importlib.import_module(module_name), class_name)
+    endpoint = Endpoint(
         base_url=base_url,
         api_key=api_key,
         client=client,
-        http_client=http_client,
         timeout=timeout,
         connect_timeout=connect_timeout,
         region=region,
     )
     try:
-        wire = wire_class(settings, connection)
+        sdk = sdk_class(settings, endpoint)
     except ImportError as error:
         raise ImportError(
             f"the {provider} client needs the {package!r} package ({error}); install turnmemory[llm]"
         ) from error
     return Client(
-        wire,
+        sdk,
         provider=provider,
         model=model,
         retry=retry or RetryPolicy(),

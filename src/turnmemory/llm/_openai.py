@@ -4,23 +4,24 @@ from __future__ import annotations
 
 from typing import Any
 
-from turnmemory.llm._loop import Connection, Item, sdk_options
-from turnmemory.llm._retry import Failure, connection_failure, error_fields, http_failure
+from turnmemory.llm._retry import RequestFailure, connection_failure, error_fields, http_failure
+from turnmemory.llm._sdk import Endpoint, sdk_options
 from turnmemory.llm._tools import ToolSpec
+from turnmemory.providers._render import Item
 
 __all__ = ["function_tool", "openai_client", "openai_failure"]
 
 
-def openai_client(connection: Connection) -> Any:
-    """The ``openai.OpenAI`` client of ``connection``, with the SDK's retries off."""
+def openai_client(endpoint: Endpoint) -> Any:
+    """The ``openai.OpenAI`` client of ``endpoint``, with the SDK's retries off."""
     import openai
 
-    if connection.client is not None:
-        return connection.client.with_options(max_retries=0)
-    return openai.OpenAI(**sdk_options(connection))
+    if endpoint.client is not None:
+        return endpoint.client.with_options(max_retries=0)
+    return openai.OpenAI(**sdk_options(endpoint))
 
 
-def openai_failure(error: Exception) -> Failure | None:
+def openai_failure(error: Exception) -> RequestFailure | None:
     """Classify an ``openai`` SDK error (HTTP, in-stream or connection)."""
     import httpx2
     import openai

@@ -16,8 +16,8 @@ request would exceed the window minus the output reserve, the reducer replaces, 
 Ids, pairing, names and error status stay. The reduced items replace the originals in the trace, so
 cleared items stay cleared for the rest of the turn (and in the pending state it may leave): later
 requests extend the same prefix. Which parts of a provider-native item are results or arguments is
-the wire format's knowledge (:class:`Reducible`, implemented by each provider module); the reducer
-only picks and measures.
+the wire format's knowledge (``pieces`` and ``replace`` of each provider module); the reducer only
+picks and measures.
 """
 
 from __future__ import annotations
@@ -25,14 +25,16 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol
+from typing import Any
 
+from turnmemory._text import compact_json
 from turnmemory.llm._tokens import Accounting
 from turnmemory.llm._tools import ToolSpec
+from turnmemory.providers import Wire
+from turnmemory.providers._read import Piece
+from turnmemory.providers._render import Item
 
-__all__ = ["CLEARED", "Piece", "Reducer", "Reducible", "Reduction", "cleared_note", "compact_json"]
-
-Item = dict[str, Any]
+__all__ = ["CLEARED", "Reducer", "Reduction", "cleared_note"]
 
 CLEARED = "[cleared to fit the context window"
 """How every note the reducer writes begins."""
@@ -61,38 +63,6 @@ def cleared_note(what: str, tokens: int, name: str = "", *, unread: bool = False
             "Run the tool again if you still need it.]"
         )
     return f"{CLEARED}: ~{tokens} tokens removed]"
-
-
-@dataclass(frozen=True, slots=True)
-class Piece:
-    """One reducible part of a provider-native item of the trace.
-
-    ``item`` is the item's index in the trace and ``slot`` the part's place inside it (the wire's
-    own numbering). A ``result`` has ``text`` (its content as the model reads it) and ``error``; an
-    ``arguments`` piece (one per call, in order) has the call's ``arguments`` and ``editable``
-    (false in responses with signed reasoning, and for arguments that are not an object).
-    """
-
-    item: int
-    slot: int
-    kind: Literal["result", "arguments"]
-    call_id: str
-    name: str = ""
-    text: str = ""
-    arguments: Mapping[str, Any] | None = None
-    error: bool = False
-    editable: bool = True
-
-
-class Reducible(Protocol):
-    """What a wire format tells the reducer about its native items."""
-
-    def pieces(self, items: Sequence[Item]) -> list[Piece]:
-        """Every tool call (as an ``arguments`` piece) and tool result in ``items``, in order."""
-
-    def replace(self, item: Item, piece: Piece, content: str | dict[str, Any]) -> Item:
-        """A copy of ``item`` with ``piece`` replaced: a result by the note ``content`` (kept an
-        error where it was one), a call's arguments by the object ``content``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,7 +95,7 @@ class Reduction:
 class Reducer:
     """Measures a turn's requests and reduces their trace (one reducer per turn: it memoizes items)."""
 
-    def __init__(self, wire: Reducible, accounting: Accounting) -> None:
+    def __init__(self, wire: Wire, accounting: Accounting) -> None:
         self._wire = wire
         self.accounting = accounting
         self._sizes: dict[int, tuple[object, int]] = {}
@@ -200,12 +170,12 @@ class Reducer:
         accounting = self.accounting
         need = raw - accounting.raw(self.budget)
         chunk = max(need, accounting.raw(accounting.limits.clear_at_least))
-        pieces = self._wire.pieces(trace)
-        names = {piece.call_id: piece.name for piece in pieces if piece.kind == "arguments"}
+        pieces = [piece for piece in self._wire.pieces(trace) if piece.kind in ("call", "result")]
+        names = {piece.call_id: piece.name for piece in pieces if piece.kind == "call"}
         latest = _latest_round(pieces)
         older = [p for i, p in enumerate(pieces) if p.kind == "result" and i < latest]
         newest = [p for i, p in enumerate(pieces) if p.kind == "result" and i >= latest]
-        calls = [p for p in pieces if p.kind == "arguments" and p.editable and p.arguments]
+        calls = [p for p in pieces if p.kind == "call" and p.editable and p.arguments]
         calls.sort(key=lambda piece: -len(compact_json(piece.arguments)))
         edits: list[tuple[Piece, str | dict[str, Any]]] = []
         freed = 0
@@ -280,7 +250,7 @@ def _latest_round(pieces: Sequence[Piece]) -> int:
     """The index in ``pieces`` where the latest round of calls (and their results) begins."""
     start = 0
     for index in range(1, len(pieces)):
-        if pieces[index].kind == "arguments" and pieces[index - 1].kind == "result":
+        if pieces[index].kind == "call" and pieces[index - 1].kind == "result":
             start = index
     return start
 
@@ -288,8 +258,3 @@ def _latest_round(pieces: Sequence[Piece]) -> int:
 def _definition(spec: ToolSpec) -> object:
     """A tool definition as counted: its name, description and schema."""
     return [spec.name, spec.description, spec.schema()]
-
-
-def compact_json(value: Any) -> str:
-    """``value`` as compact JSON text (how results and arguments are measured)."""
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)

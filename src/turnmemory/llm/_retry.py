@@ -18,16 +18,17 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
+from turnmemory._text import one_line
+
 __all__ = [
-    "Failure",
     "MalformedError",
+    "RequestFailure",
     "RetryPolicy",
     "connection_failure",
     "error_fields",
     "http_failure",
     "is_overflow",
     "malformed_failure",
-    "one_line",
     "retry_after_seconds",
 ]
 
@@ -112,7 +113,7 @@ class RetryPolicy:
 
 
 @dataclass(frozen=True, slots=True)
-class Failure:
+class RequestFailure:
     """A failed provider request, classified: its one-line message and what to do about it."""
 
     message: str
@@ -121,12 +122,6 @@ class Failure:
     retry_after: float | None = None
     expired: bool = False
     """The turn's deadline passed."""
-
-
-def one_line(text: str, limit: int = 500) -> str:
-    """``text`` with whitespace collapsed to single spaces, cut to ``limit`` characters."""
-    flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[: limit - 3] + "..."
 
 
 def is_overflow(message: str) -> bool:
@@ -151,7 +146,7 @@ def retry_after_seconds(headers: Mapping[str, str] | None) -> float | None:
 
 def http_failure(
     status: int | None, message: str, *, kind: str | None = None, headers: Mapping[str, str] | None = None
-) -> Failure:
+) -> RequestFailure:
     """Classify a provider error: by its status and error type first, by its message last.
 
     ``status`` is the HTTP status of an error response; ``None`` (or 200) means an error reported
@@ -179,7 +174,7 @@ def http_failure(
             assert status is not None
             retryable = status in RETRYABLE_STATUS or status >= 500
         overflow = not retryable and is_overflow(message)
-    return Failure(
+    return RequestFailure(
         one_line(text), retryable=retryable, overflow=overflow, retry_after=retry_after_seconds(headers)
     )
 
@@ -204,28 +199,28 @@ def _default_message(status: int | None) -> str:
     )
 
 
-def connection_failure(error: BaseException) -> Failure:
+def connection_failure(error: BaseException) -> RequestFailure:
     """A connection that failed, dropped or timed out: worth another attempt, unless the host's name
     does not resolve (that fails the same way every time: one clear line, no retries)."""
     chain = _chain(error)
     if any(isinstance(cause, socket.gaierror) for cause in chain):
         host = next((name for name in map(_host, chain) if name), None)
         where = f"host {host}" if host else "the provider's host name"
-        return Failure(f"cannot resolve {where} (check the base URL and the network)")
+        return RequestFailure(f"cannot resolve {where} (check the base URL and the network)")
     timeouts = [type(cause).__name__ for cause in chain if _is_timeout(cause)]
     if timeouts:
         phase = (
             "connecting" if any("Connect" in name for name in timeouts) else "no data within the read timeout"
         )
-        return Failure(f"timed out waiting for the provider ({phase})", retryable=True)
+        return RequestFailure(f"timed out waiting for the provider ({phase})", retryable=True)
     detail = str(error) or type(error).__name__
     cause = error.__cause__
     if cause is not None and str(cause) and str(cause) not in detail:
         detail = f"{detail} ({cause})"
-    return Failure(f"connection failed: {one_line(detail)}", retryable=True)
+    return RequestFailure(f"connection failed: {one_line(detail)}", retryable=True)
 
 
-def malformed_failure(error: BaseException) -> Failure:
+def malformed_failure(error: BaseException) -> RequestFailure:
     """A response the client could not read (bad JSON, events out of order, blocks never opened).
 
     Only the error's type (and a JSON error's position) is kept: SDK parse errors quote the raw
@@ -235,7 +230,7 @@ def malformed_failure(error: BaseException) -> Failure:
     if isinstance(error, MalformedError):
         detail = str(error)
     name = type(error).__name__
-    return Failure(f"malformed response from the provider ({name}{': ' + detail if detail else ''})")
+    return RequestFailure(f"malformed response from the provider ({name}{': ' + detail if detail else ''})")
 
 
 class MalformedError(ValueError):

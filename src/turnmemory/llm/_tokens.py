@@ -18,7 +18,6 @@ from __future__ import annotations
 import gzip
 import hashlib
 import importlib.util
-import json
 import math
 import os
 import re
@@ -27,6 +26,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
+
+from turnmemory._text import compact_json
 
 __all__ = [
     "BYTES_PER_TOKEN",
@@ -203,7 +204,7 @@ class TokenCounter:
 
     def value(self, value: Any) -> int:
         """Tokens of the compact JSON of ``value``."""
-        return self.text(json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str))
+        return self.text(compact_json(value))
 
 
 def _bytes_estimate(text: str) -> int:

@@ -13,24 +13,15 @@ import copy
 from collections.abc import Generator, Mapping, Sequence
 from typing import Any
 
-from turnmemory.llm._loop import (
-    Completion,
-    Connection,
-    History,
-    Item,
-    PendingReplay,
-    Settings,
-    StreamInterrupted,
-    sdk_options,
-)
-from turnmemory.llm._reduce import Piece
-from turnmemory.llm._retry import Failure, connection_failure, error_fields, http_failure
-from turnmemory.llm._tools import Call, ToolResult, ToolSpec, parse_output, result_text
+from turnmemory.llm._retry import RequestFailure, connection_failure, error_fields, http_failure
+from turnmemory.llm._sdk import Completion, Endpoint, Sdk, Settings, StreamInterrupted, sdk_options
+from turnmemory.llm._tools import ToolSpec
 from turnmemory.llm.events import Event, Reason, Usage
-from turnmemory.memory import Message
-from turnmemory.providers import anthropic as formatter
+from turnmemory.providers import anthropic
+from turnmemory.providers._render import Item
+from turnmemory.providers._tools import Call
 
-__all__ = ["AnthropicWire"]
+__all__ = ["AnthropicSdk"]
 
 DEFAULT_MAX_TOKENS = 8192
 _EPHEMERAL = {"type": "ephemeral"}
@@ -46,25 +37,25 @@ _STOPS: Mapping[str | None, Reason] = {
 }
 
 
-class AnthropicWire(History):
-    """The Anthropic Messages wire format (``messages.stream``)."""
+class AnthropicSdk(Sdk):
+    """The Messages API through the official SDK (``messages.stream``)."""
 
-    items_key = "messages"
+    wire = anthropic
 
-    def __init__(self, settings: Settings, connection: Connection) -> None:
-        import anthropic
+    def __init__(self, settings: Settings, endpoint: Endpoint) -> None:
+        import anthropic as sdk
         import httpx2
 
-        self._sdk = anthropic
+        self._sdk = sdk
         self._connection_errors: tuple[type[BaseException], ...] = (
-            anthropic.APIConnectionError,
+            sdk.APIConnectionError,
             httpx2.TransportError,
         )
-        if connection.client is not None:
-            self._client = connection.client.with_options(max_retries=0)
+        if endpoint.client is not None:
+            self._client = endpoint.client.with_options(max_retries=0)
         else:
-            self._client = anthropic.Anthropic(**sdk_options(connection))
-        super().__init__(formatter, settings)
+            self._client = sdk.Anthropic(**sdk_options(endpoint))
+        self.settings = settings
         if settings.temperature is not None:
             raise ValueError("temperature: the Anthropic Messages API takes no temperature")
         max_tokens = settings.max_tokens or DEFAULT_MAX_TOKENS
@@ -115,61 +106,7 @@ class AnthropicWire(History):
             stop=_STOPS.get(message.stop_reason, "stop"),
         )
 
-    def pieces(self, items: Sequence[Item]) -> list[Piece]:
-        found: list[Piece] = []
-        for index, message in enumerate(items):
-            content = message.get("content")
-            if not isinstance(content, list):
-                continue
-            blocks = [block if isinstance(block, Mapping) else {} for block in content]
-            signed = any(block.get("type") in ("thinking", "redacted_thinking") for block in blocks)
-            for slot, block in enumerate(blocks):
-                kind = block.get("type")
-                if kind == "tool_use":
-                    arguments = block.get("input")
-                    found.append(
-                        Piece(
-                            index,
-                            slot,
-                            "arguments",
-                            str(block.get("id", "")),
-                            name=str(block.get("name", "")),
-                            arguments=arguments if isinstance(arguments, dict) else None,
-                            editable=not signed and isinstance(arguments, dict),
-                        )
-                    )
-                elif kind == "tool_result":
-                    found.append(
-                        Piece(
-                            index,
-                            slot,
-                            "result",
-                            str(block.get("tool_use_id", "")),
-                            text=_result_text(block.get("content")),
-                            error=bool(block.get("is_error")),
-                        )
-                    )
-        return found
-
-    def replace(self, item: Item, piece: Piece, content: str | dict[str, Any]) -> Item:
-        blocks = list(item["content"])
-        blocks[piece.slot] = {**blocks[piece.slot], "content" if piece.kind == "result" else "input": content}
-        return {**item, "content": blocks}
-
-    def tool_results(self, calls: Sequence[Call], results: Sequence[ToolResult]) -> list[Item]:
-        content = []
-        for call, result in zip(calls, results, strict=True):
-            block: Item = {
-                "type": "tool_result",
-                "tool_use_id": call.id,
-                "content": result_text(result, flagged=True),
-            }
-            if result.error is not None:
-                block["is_error"] = True
-            content.append(block)
-        return [{"role": "user", "content": content}]
-
-    def failure(self, error: Exception) -> Failure | None:
+    def failure(self, error: Exception) -> RequestFailure | None:
         sdk = self._sdk
         if isinstance(error, self._connection_errors):
             return connection_failure(error)
@@ -178,33 +115,13 @@ class AnthropicWire(History):
             return http_failure(error.status_code, message, kind=kind, headers=error.response.headers)
         return None
 
-    def replay(self, pending: Sequence[Item], out: PendingReplay) -> None:
-        for item in pending:
-            content = item.get("content")
-            assistant = item.get("role") == "assistant"
-            if isinstance(content, str):
-                if assistant:
-                    out.text(content)
-                continue
-            for block in content if isinstance(content, list) else ():
-                kind = block.get("type")
-                if kind == "text" and assistant:
-                    out.text(block.get("text", ""))
-                elif kind == "tool_use":
-                    out.call(block.get("id", ""), block.get("name", ""), block.get("input"))
-                elif kind == "tool_result":
-                    text = _result_text(block.get("content"))
-                    out.result(
-                        block.get("tool_use_id", ""), parse_output(text, is_error=bool(block.get("is_error")))
-                    )
-
-    def format(self, messages: Sequence[Message], pending: list[Item]) -> dict[str, Any]:
-        """The request, with stale ``cache_control`` markers removed from the pending state it injects.
+    def injected(self, pending: list[Item]) -> list[Item]:
+        """The pending items without stale ``cache_control`` markers.
 
         Pending state is the only part of a request that does not come from the formatter or from this
         client's own conversion of responses, so it is the only place such markers can hide.
         """
-        return super().format(messages, [_without_cache_control(message) for message in pending])
+        return [_without_cache_control(message) for message in pending]
 
     def _kwargs(
         self, request: Mapping[str, Any], tools: Sequence[ToolSpec], turn_start: int
@@ -292,11 +209,3 @@ def _marked(message: Item) -> Item:
     ):
         return message
     return {**message, "content": [*content[:-1], {**content[-1], "cache_control": dict(_EPHEMERAL)}]}
-
-
-def _result_text(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "".join(block.get("text", "") for block in content if isinstance(block, dict))
-    return ""

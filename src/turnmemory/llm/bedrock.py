@@ -9,26 +9,18 @@ from the AWS chain (environment, profile, role), or from a ready ``boto3`` clien
 
 from __future__ import annotations
 
-import json
 from collections.abc import Generator, Mapping, Sequence
 from typing import Any
 
-from turnmemory.llm._loop import (
-    Completion,
-    Connection,
-    History,
-    Item,
-    PendingReplay,
-    Settings,
-    StreamInterrupted,
-)
-from turnmemory.llm._reduce import Piece, compact_json
-from turnmemory.llm._retry import Failure, MalformedError, connection_failure, http_failure
-from turnmemory.llm._tools import NO_OUTPUT, Call, ToolResult, ToolSpec, object_result, parse_arguments, plain
+from turnmemory.llm._retry import MalformedError, RequestFailure, connection_failure, http_failure
+from turnmemory.llm._sdk import Completion, Endpoint, Sdk, Settings, StreamInterrupted
+from turnmemory.llm._tools import ToolSpec
 from turnmemory.llm.events import Event, Reason, Usage
-from turnmemory.providers import bedrock as formatter
+from turnmemory.providers import bedrock
+from turnmemory.providers._render import Item
+from turnmemory.providers._tools import Call, parse_arguments
 
-__all__ = ["BedrockWire"]
+__all__ = ["BedrockSdk"]
 
 _STOPS: Mapping[str | None, Reason] = {
     "max_tokens": "max_tokens",
@@ -36,18 +28,18 @@ _STOPS: Mapping[str | None, Reason] = {
 }
 
 
-class BedrockWire(History):
-    """The Converse wire format (``converse_stream``)."""
+class BedrockSdk(Sdk):
+    """Converse through ``boto3`` (``converse_stream``)."""
 
-    items_key = "messages"
+    wire = bedrock
 
-    def __init__(self, settings: Settings, connection: Connection) -> None:
+    def __init__(self, settings: Settings, endpoint: Endpoint) -> None:
         import boto3
         import botocore.exceptions
         import urllib3
         from botocore.config import Config
 
-        if connection.api_key is not None:
+        if endpoint.api_key is not None:
             raise ValueError(
                 "api_key: Bedrock reads AWS credentials from their usual chain; pass a boto3 client as client="
             )
@@ -57,21 +49,21 @@ class BedrockWire(History):
             botocore.exceptions.ConnectionError,
             urllib3.exceptions.HTTPError,
         )
-        if connection.client is not None:
-            self._client = connection.client
+        if endpoint.client is not None:
+            self._client = endpoint.client
         else:
             options: dict[str, Any] = {
                 "retries": {"total_max_attempts": 1, "mode": "standard"},
-                "read_timeout": connection.timeout,
-                "connect_timeout": connection.connect_timeout,
+                "read_timeout": endpoint.timeout,
+                "connect_timeout": endpoint.connect_timeout,
             }
             self._client = boto3.client(
                 "bedrock-runtime",
-                endpoint_url=connection.base_url,
-                region_name=connection.region,
+                endpoint_url=endpoint.base_url,
+                region_name=endpoint.region,
                 config=Config(**options),
             )
-        super().__init__(formatter, settings)
+        self.settings = settings
 
     def stream(
         self, request: Mapping[str, Any], tools: Sequence[ToolSpec], turn_start: int
@@ -112,64 +104,7 @@ class BedrockWire(History):
             stop=_STOPS.get(stop, "stop"),
         )
 
-    def pieces(self, items: Sequence[Item]) -> list[Piece]:
-        found: list[Piece] = []
-        for index, message in enumerate(items):
-            blocks = [block if isinstance(block, Mapping) else {} for block in message.get("content") or ()]
-            signed = any("reasoningContent" in block for block in blocks)
-            for slot, block in enumerate(blocks):
-                use = block.get("toolUse")
-                result = block.get("toolResult")
-                if isinstance(use, Mapping):
-                    arguments = use.get("input")
-                    found.append(
-                        Piece(
-                            index,
-                            slot,
-                            "arguments",
-                            str(use.get("toolUseId", "")),
-                            name=str(use.get("name", "")),
-                            arguments=arguments if isinstance(arguments, dict) else None,
-                            editable=not signed and isinstance(arguments, dict),
-                        )
-                    )
-                elif isinstance(result, Mapping):
-                    parts = [part for part in result.get("content") or () if isinstance(part, Mapping)]
-                    text = "".join(
-                        compact_json(part["json"]) if "json" in part else str(part.get("text", ""))
-                        for part in parts
-                    )
-                    found.append(
-                        Piece(
-                            index,
-                            slot,
-                            "result",
-                            str(result.get("toolUseId", "")),
-                            text=text,
-                            error=result.get("status") == "error",
-                        )
-                    )
-        return found
-
-    def replace(self, item: Item, piece: Piece, content: str | dict[str, Any]) -> Item:
-        blocks = list(item["content"])
-        if isinstance(content, str):
-            result = blocks[piece.slot]["toolResult"]
-            blocks[piece.slot] = {"toolResult": {**result, "content": [{"text": content}]}}
-        else:
-            use = blocks[piece.slot]["toolUse"]
-            blocks[piece.slot] = {"toolUse": {**use, "input": content}}
-        return {**item, "content": blocks}
-
-    def tool_results(self, calls: Sequence[Call], results: Sequence[ToolResult]) -> list[Item]:
-        return [
-            {
-                "role": "user",
-                "content": [_result_block(call, result) for call, result in zip(calls, results, strict=True)],
-            }
-        ]
-
-    def failure(self, error: Exception) -> Failure | None:
+    def failure(self, error: Exception) -> RequestFailure | None:
         exceptions = self._exceptions
         if isinstance(error, self._connection_errors):
             return connection_failure(error)
@@ -186,19 +121,6 @@ class BedrockWire(History):
                 headers=metadata.get("HTTPHeaders"),
             )
         return None
-
-    def replay(self, pending: Sequence[Item], out: PendingReplay) -> None:
-        for message in pending:
-            assistant = message.get("role") == "assistant"
-            for block in message.get("content") or ():
-                if "text" in block and assistant:
-                    out.text(block["text"])
-                elif "toolUse" in block:
-                    use = block["toolUse"]
-                    out.call(use.get("toolUseId", ""), use.get("name", ""), use.get("input"))
-                elif "toolResult" in block:
-                    result = block["toolResult"]
-                    out.result(result.get("toolUseId", ""), _read_result(result))
 
     def _kwargs(self, request: Mapping[str, Any], tools: Sequence[ToolSpec]) -> dict[str, Any]:
         settings = self.settings
@@ -275,33 +197,6 @@ def _tool_spec(spec: ToolSpec) -> Item:
     if spec.description:
         definition["description"] = spec.description
     return {"toolSpec": definition}
-
-
-def _result_block(call: Call, result: ToolResult) -> Item:
-    if result.error is not None:
-        content: list[Item] = [{"text": result.error or "error"}]
-    elif isinstance(result.output, Mapping):
-        content = [{"json": plain(result.output)}]
-    else:
-        text = (
-            result.output if isinstance(result.output, str) else json.dumps(result.output, ensure_ascii=False)
-        )
-        content = [{"text": text or NO_OUTPUT}]
-    status = "error" if result.error is not None else "success"
-    return {"toolResult": {"toolUseId": call.id, "content": content, "status": status}}
-
-
-def _read_result(result: Mapping[str, Any]) -> ToolResult:
-    parts = result.get("content") or []
-    if result.get("status") == "error":
-        return ToolResult(error="".join(str(part.get("text", "")) for part in parts))
-    if len(parts) == 1 and "json" in parts[0]:
-        return object_result(parts[0]["json"])
-    text = "".join(str(part.get("text", "")) for part in parts)
-    try:
-        return object_result(json.loads(text))
-    except ValueError:
-        return ToolResult(output=text)
 
 
 def _usage(usage: Mapping[str, Any]) -> Usage:

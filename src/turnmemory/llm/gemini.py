@@ -10,34 +10,27 @@ from __future__ import annotations
 from collections.abc import Generator, Mapping, Sequence
 from typing import Any
 
-from turnmemory.llm._loop import (
-    Completion,
-    Connection,
-    History,
-    Item,
-    PendingReplay,
-    Settings,
-    StreamInterrupted,
-)
-from turnmemory.llm._reduce import Piece, compact_json
-from turnmemory.llm._retry import Failure, MalformedError, connection_failure, http_failure
-from turnmemory.llm._tools import Call, ToolResult, ToolSpec, object_result, parse_output
+from turnmemory.llm._retry import MalformedError, RequestFailure, connection_failure, http_failure
+from turnmemory.llm._sdk import Completion, Endpoint, Sdk, Settings, StreamInterrupted
+from turnmemory.llm._tools import ToolSpec
 from turnmemory.llm.events import Event, Reason, Usage
-from turnmemory.providers import gemini as formatter
+from turnmemory.providers import gemini
+from turnmemory.providers._render import Item
+from turnmemory.providers._tools import Call
 
-__all__ = ["GeminiWire"]
+__all__ = ["GeminiSdk"]
 
 _STOPS: Mapping[str | None, Reason] = {"MAX_TOKENS": "max_tokens"}
 _PLAIN = frozenset({"text"})
 _THOUGHT = frozenset({"text", "thought"})
 
 
-class GeminiWire(History):
-    """The Gemini ``generateContent`` wire format (streamed)."""
+class GeminiSdk(Sdk):
+    """Gemini ``generateContent`` through the official ``google-genai`` SDK (streamed)."""
 
-    items_key = "contents"
+    wire = gemini
 
-    def __init__(self, settings: Settings, connection: Connection) -> None:
+    def __init__(self, settings: Settings, endpoint: Endpoint) -> None:
         import httpx2
         from google import genai
         from google.genai import errors
@@ -45,21 +38,16 @@ class GeminiWire(History):
         self._errors = errors
         self._types = genai.types
         self._connection_errors: tuple[type[BaseException], ...] = (httpx2.TransportError,)
-        if connection.client is not None:
-            self._client = connection.client
+        if endpoint.client is not None:
+            self._client = endpoint.client
         else:
-            options: dict[str, Any] = {}
-            if connection.base_url is not None:
-                options["base_url"] = connection.base_url
-            if connection.http_client is not None:
-                options["httpx_client"] = connection.http_client
-                options["timeout"] = int(connection.timeout * 1000)
-            else:
-                options["httpx_client"] = _timed_client(httpx2, connection)
+            options: dict[str, Any] = {"httpx_client": _timed_client(httpx2, endpoint)}
+            if endpoint.base_url is not None:
+                options["base_url"] = endpoint.base_url
             self._client = genai.Client(
-                api_key=connection.api_key, http_options=genai.types.HttpOptions(**options)
+                api_key=endpoint.api_key, http_options=genai.types.HttpOptions(**options)
             )
-        super().__init__(formatter, settings)
+        self.settings = settings
         self._generated = 0
 
     def stream(
@@ -94,66 +82,7 @@ class GeminiWire(History):
             stop=_STOPS.get(finish, "stop"),
         )
 
-    def pieces(self, items: Sequence[Item]) -> list[Piece]:
-        found: list[Piece] = []
-        for index, content in enumerate(items):
-            parts = [part if isinstance(part, Mapping) else {} for part in content.get("parts") or ()]
-            signed = any(_field(part, "thought_signature", "thoughtSignature") for part in parts)
-            for slot, part in enumerate(parts):
-                call = _field(part, "function_call", "functionCall")
-                response = _field(part, "function_response", "functionResponse")
-                if isinstance(call, Mapping):
-                    arguments = call.get("args")
-                    found.append(
-                        Piece(
-                            index,
-                            slot,
-                            "arguments",
-                            str(call.get("id") or call.get("name", "")),
-                            name=str(call.get("name", "")),
-                            arguments=arguments if isinstance(arguments, dict) else {},
-                            editable=not signed,
-                        )
-                    )
-                elif isinstance(response, Mapping):
-                    payload = response.get("response")
-                    found.append(
-                        Piece(
-                            index,
-                            slot,
-                            "result",
-                            str(response.get("id") or response.get("name", "")),
-                            name=str(response.get("name", "")),
-                            text=compact_json(payload) if payload is not None else "",
-                            error=isinstance(payload, Mapping) and "error" in payload,
-                        )
-                    )
-        return found
-
-    def replace(self, item: Item, piece: Piece, content: str | dict[str, Any]) -> Item:
-        parts = list(item["parts"])
-        part = dict(parts[piece.slot])
-        snake = "function_response" if piece.kind == "result" else "function_call"
-        camel = "functionResponse" if piece.kind == "result" else "functionCall"
-        key = snake if snake in part else camel
-        if isinstance(content, str):
-            result = ToolResult(error=content) if piece.error else parse_output(content)
-            part[key] = {**part[key], "response": _response(result)}
-        else:
-            part[key] = {**part[key], "args": content}
-        parts[piece.slot] = part
-        return {**item, "parts": parts}
-
-    def tool_results(self, calls: Sequence[Call], results: Sequence[ToolResult]) -> list[Item]:
-        parts = []
-        for call, result in zip(calls, results, strict=True):
-            response: Item = {"name": call.name, "response": _response(result)}
-            if call.native is not None:
-                response["id"] = call.native
-            parts.append({"function_response": response})
-        return [{"role": "user", "parts": parts}]
-
-    def failure(self, error: Exception) -> Failure | None:
+    def failure(self, error: Exception) -> RequestFailure | None:
         if isinstance(error, self._connection_errors):
             return connection_failure(error)
         if isinstance(error, self._errors.APIError):
@@ -161,26 +90,6 @@ class GeminiWire(History):
             headers = getattr(response, "headers", None)
             return http_failure(error.code, error.message or "", kind=error.status, headers=headers)
         return None
-
-    def replay(self, pending: Sequence[Item], out: PendingReplay) -> None:
-        waiting: list[str] = []
-        for index, content in enumerate(pending):
-            parts = [part for part in content.get("parts") or () if isinstance(part, Mapping)]
-            if content.get("role") == "model":
-                waiting = []
-                for position, part in enumerate(parts):
-                    call = _field(part, "function_call", "functionCall")
-                    if isinstance(call, Mapping):
-                        call_id = call.get("id") or f"pending_{index}_{position}"
-                        waiting.append(call_id)
-                        out.call(call_id, call.get("name", ""), call.get("args") or {})
-                    elif isinstance(part.get("text"), str) and not part.get("thought"):
-                        out.text(part["text"])
-                continue
-            responses = [_field(part, "function_response", "functionResponse") for part in parts]
-            for position, response in enumerate(r for r in responses if isinstance(r, Mapping)):
-                call_id = response.get("id") or (waiting[position] if position < len(waiting) else "")
-                out.result(call_id, _result(response.get("response")))
 
     def _call(self, call: Mapping[str, Any]) -> Call:
         native = call.get("id")
@@ -206,14 +115,14 @@ class GeminiWire(History):
         return self._types.GenerateContentConfig.model_validate(config)
 
 
-def _timed_client(httpx2: Any, connection: Connection) -> Any:
-    """An ``httpx2.Client`` that applies the connection's connect and read timeouts to every request.
+def _timed_client(httpx2: Any, endpoint: Endpoint) -> Any:
+    """An ``httpx2.Client`` that applies the endpoint's connect and read timeouts to every request.
 
     google-genai sends each request with ``timeout=None`` (no timeout at all) unless ``HttpOptions``
     has one, and that one would be a single value for every phase plus an ``X-Server-Timeout``
     header that limits the whole generation. A request hook sets the timeouts instead.
     """
-    timeouts = httpx2.Timeout(connection.timeout, connect=connection.connect_timeout).as_dict()
+    timeouts = httpx2.Timeout(endpoint.timeout, connect=endpoint.connect_timeout).as_dict()
 
     def set_timeouts(request: Any) -> None:
         if not any(request.extensions.get("timeout", {}).values()):
@@ -244,25 +153,6 @@ def _declaration(spec: ToolSpec) -> Item:
     if spec.description:
         declaration["description"] = spec.description
     return declaration
-
-
-def _response(result: ToolResult) -> Item:
-    """A function response object: the output (wrapped as ``{"output": ...}`` unless an object), or the error."""
-    if result.error is not None:
-        return {"error": result.error or "error"}
-    if isinstance(result.output, dict):
-        return result.output
-    return {"output": result.output}
-
-
-def _result(response: Any) -> ToolResult:
-    if isinstance(response, Mapping) and set(response) == {"output"}:
-        return ToolResult(output=response["output"])
-    return object_result(dict(response) if isinstance(response, Mapping) else response)
-
-
-def _field(part: Mapping[str, Any], snake: str, camel: str) -> Any:
-    return part[snake] if snake in part else part.get(camel)
 
 
 def _usage(metadata: Any) -> Usage:

@@ -11,45 +11,37 @@ import json
 from collections.abc import Generator, Mapping, Sequence
 from typing import Any
 
-from turnmemory.llm._loop import (
-    Completion,
-    Connection,
-    History,
-    Item,
-    PendingReplay,
-    Settings,
-    StreamInterrupted,
-)
 from turnmemory.llm._openai import function_tool, openai_client, openai_failure
-from turnmemory.llm._reduce import Piece
-from turnmemory.llm._retry import Failure, MalformedError
-from turnmemory.llm._tools import Call, ToolResult, ToolSpec, parse_arguments, parse_output, result_text
+from turnmemory.llm._retry import MalformedError, RequestFailure
+from turnmemory.llm._sdk import Completion, Endpoint, Sdk, Settings, StreamInterrupted
+from turnmemory.llm._tools import ToolSpec
 from turnmemory.llm.events import Event, Reason, Usage
-from turnmemory.providers import openai_chat as formatter
+from turnmemory.providers import openai_chat
+from turnmemory.providers._render import Item
+from turnmemory.providers._tools import Call, parse_arguments
 
-__all__ = ["OpenAIChatWire"]
+__all__ = ["OpenAIChatSdk"]
 
-REASONING_KEYS = ("reasoning_content", "reasoning")
-"""Where compatible servers put streamed reasoning text, in order of preference."""
+REASONING_KEYS = openai_chat.REASONING_KEYS
 
 _STOPS: Mapping[str | None, Reason] = {"length": "max_tokens"}
 
 
-class OpenAIChatWire(History):
-    """The Chat Completions wire format (streamed ``chat.completions.create``)."""
+class OpenAIChatSdk(Sdk):
+    """Chat Completions through the official SDK (streamed ``chat.completions.create``)."""
 
-    items_key = "messages"
+    wire = openai_chat
 
-    def __init__(self, settings: Settings, connection: Connection) -> None:
-        self._client = openai_client(connection)
-        self._official = connection.base_url is None and connection.client is None
-        super().__init__(formatter, settings)
+    def __init__(self, settings: Settings, endpoint: Endpoint) -> None:
+        self._client = openai_client(endpoint)
+        self._official = endpoint.base_url is None and endpoint.client is None
+        self.settings = settings
 
-    def replay_options(self) -> dict[str, Any]:
+    def options(self) -> dict[str, Any]:
         """The served model chooses the history's form (``openai_chat.family``); the settings may force it."""
         settings = self.settings
         return {
-            **super().replay_options(),
+            "arguments": settings.arguments,
             "id_style": settings.id_style,
             "single_calls": settings.single_calls,
             "model": settings.model,
@@ -113,81 +105,8 @@ class OpenAIChatWire(History):
             stop=_STOPS.get(finish, "stop"),
         )
 
-    def pieces(self, items: Sequence[Item]) -> list[Piece]:
-        found: list[Piece] = []
-        for index, item in enumerate(items):
-            if item.get("role") == "assistant":
-                for slot, call in enumerate(item.get("tool_calls") or ()):
-                    function = call.get("function") or {}
-                    arguments = parse_arguments(str(function.get("arguments") or ""))
-                    found.append(
-                        Piece(
-                            index,
-                            slot,
-                            "arguments",
-                            str(call.get("id", "")),
-                            name=str(function.get("name", "")),
-                            arguments=arguments,
-                            editable=arguments is not None,
-                        )
-                    )
-            elif item.get("role") == "tool":
-                text = item.get("content")
-                text = text if isinstance(text, str) else ""
-                found.append(
-                    Piece(
-                        index,
-                        0,
-                        "result",
-                        str(item.get("tool_call_id", "")),
-                        text=text,
-                        error=parse_output(text).error is not None,
-                    )
-                )
-        return found
-
-    def replace(self, item: Item, piece: Piece, content: str | dict[str, Any]) -> Item:
-        if isinstance(content, str):
-            return {
-                **item,
-                "content": result_text(ToolResult(error=content), flagged=False) if piece.error else content,
-            }
-        calls = list(item["tool_calls"])
-        call = calls[piece.slot]
-        calls[piece.slot] = {
-            **call,
-            "function": {**call["function"], "arguments": json.dumps(content, ensure_ascii=False)},
-        }
-        return {**item, "tool_calls": calls}
-
-    def tool_results(self, calls: Sequence[Call], results: Sequence[ToolResult]) -> list[Item]:
-        return [
-            {"role": "tool", "tool_call_id": call.id, "content": result_text(result, flagged=False)}
-            for call, result in zip(calls, results, strict=True)
-        ]
-
-    def failure(self, error: Exception) -> Failure | None:
+    def failure(self, error: Exception) -> RequestFailure | None:
         return openai_failure(error)
-
-    def replay(self, pending: Sequence[Item], out: PendingReplay) -> None:
-        for item in pending:
-            role = item.get("role")
-            if role == "assistant":
-                content = item.get("content")
-                if isinstance(content, str):
-                    out.text(content)
-                for call in item.get("tool_calls") or ():
-                    function = call.get("function") or {}
-                    out.call(
-                        call.get("id", ""),
-                        function.get("name", ""),
-                        parse_arguments(function.get("arguments", "")),
-                    )
-            elif role == "tool":
-                content = item.get("content")
-                out.result(
-                    item.get("tool_call_id", ""), parse_output(content if isinstance(content, str) else "")
-                )
 
     def _kwargs(self, request: Mapping[str, Any], tools: Sequence[ToolSpec]) -> dict[str, Any]:
         settings = self.settings

@@ -9,27 +9,20 @@ always travels with the items that followed it. ``session_id`` becomes ``prompt_
 
 from __future__ import annotations
 
-import json
 from collections.abc import Generator, Mapping, Sequence
 from typing import Any
 
-from turnmemory.llm._loop import (
-    Completion,
-    Connection,
-    History,
-    Item,
-    PendingReplay,
-    Settings,
-    StreamInterrupted,
-)
 from turnmemory.llm._openai import function_tool, openai_client, openai_failure
-from turnmemory.llm._reduce import Piece
-from turnmemory.llm._retry import Failure, http_failure
-from turnmemory.llm._tools import Call, ToolResult, ToolSpec, parse_arguments, parse_output, result_text
+from turnmemory.llm._retry import RequestFailure, http_failure
+from turnmemory.llm._sdk import Completion, Endpoint, Sdk, Settings, StreamInterrupted
+from turnmemory.llm._tools import ToolSpec
 from turnmemory.llm.events import Event, Reason, Usage
-from turnmemory.providers import openai_responses as formatter
+from turnmemory.providers import openai_responses
+from turnmemory.providers._read import prose_text
+from turnmemory.providers._render import Item
+from turnmemory.providers._tools import Call, parse_arguments
 
-__all__ = ["OpenAIResponsesWire", "ResponseFailed"]
+__all__ = ["OpenAIResponsesSdk", "ResponseFailed"]
 
 _REASONING_DELTAS = ("response.reasoning_summary_text.delta", "response.reasoning_text.delta")
 _STOPS: Mapping[str | None, Reason] = {"max_output_tokens": "max_tokens"}
@@ -44,14 +37,14 @@ class ResponseFailed(Exception):
         self.message = message
 
 
-class OpenAIResponsesWire(History):
-    """The Responses wire format (streamed ``responses.create``)."""
+class OpenAIResponsesSdk(Sdk):
+    """Responses through the official SDK (streamed ``responses.create``, stateless)."""
 
-    items_key = "input"
+    wire = openai_responses
 
-    def __init__(self, settings: Settings, connection: Connection) -> None:
-        self._client = openai_client(connection)
-        super().__init__(formatter, settings)
+    def __init__(self, settings: Settings, endpoint: Endpoint) -> None:
+        self._client = openai_client(endpoint)
+        self.settings = settings
 
     def stream(
         self, request: Mapping[str, Any], tools: Sequence[ToolSpec], turn_start: int
@@ -87,8 +80,8 @@ class OpenAIResponsesWire(History):
             if index not in items:
                 items[index] = item.to_dict(mode="json")
         for index, item in sorted(items.items()):
-            if item.get("type") == "message" and index not in streamed and _message_text(item):
-                yield Event("text", text=_message_text(item))
+            if item.get("type") == "message" and index not in streamed and prose_text(item.get("content")):
+                yield Event("text", text=prose_text(item.get("content")))
         output = tuple(items[index] for index in sorted(items))
         calls = tuple(
             Call(
@@ -100,7 +93,7 @@ class OpenAIResponsesWire(History):
             for item in output
             if item.get("type") == "function_call"
         )
-        text = "".join(_message_text(item) for item in output if item.get("type") == "message")
+        text = "".join(prose_text(item.get("content")) for item in output if item.get("type") == "message")
         details = response.incomplete_details
         yield Completion(
             items=output if text or calls else (),
@@ -110,75 +103,10 @@ class OpenAIResponsesWire(History):
             stop=_STOPS.get(details.reason if details else None, "stop"),
         )
 
-    def pieces(self, items: Sequence[Item]) -> list[Piece]:
-        found: list[Piece] = []
-        signed = False
-        for index, item in enumerate(items):
-            kind = item.get("type", "message")
-            if kind == "reasoning":
-                signed = signed or bool(item.get("encrypted_content"))
-            elif kind == "function_call":
-                arguments = parse_arguments(str(item.get("arguments") or ""))
-                found.append(
-                    Piece(
-                        index,
-                        0,
-                        "arguments",
-                        str(item.get("call_id", "")),
-                        name=str(item.get("name", "")),
-                        arguments=arguments,
-                        editable=arguments is not None and not signed,
-                    )
-                )
-            elif kind == "function_call_output":
-                signed = False
-                output = item.get("output")
-                text = output if isinstance(output, str) else ""
-                found.append(
-                    Piece(
-                        index,
-                        0,
-                        "result",
-                        str(item.get("call_id", "")),
-                        text=text,
-                        error=parse_output(text).error is not None,
-                    )
-                )
-            elif item.get("role") != "assistant":
-                signed = False
-        return found
-
-    def replace(self, item: Item, piece: Piece, content: str | dict[str, Any]) -> Item:
-        if isinstance(content, str):
-            return {
-                **item,
-                "output": result_text(ToolResult(error=content), flagged=False) if piece.error else content,
-            }
-        return {**item, "arguments": json.dumps(content, ensure_ascii=False)}
-
-    def tool_results(self, calls: Sequence[Call], results: Sequence[ToolResult]) -> list[Item]:
-        return [
-            {"type": "function_call_output", "call_id": call.id, "output": result_text(result, flagged=False)}
-            for call, result in zip(calls, results, strict=True)
-        ]
-
-    def failure(self, error: Exception) -> Failure | None:
+    def failure(self, error: Exception) -> RequestFailure | None:
         if isinstance(error, ResponseFailed):
             return http_failure(None, error.message, kind=error.code)
         return openai_failure(error)
-
-    def replay(self, pending: Sequence[Item], out: PendingReplay) -> None:
-        for item in pending:
-            kind = item.get("type", "message")
-            if kind == "message" and item.get("role") == "assistant":
-                out.text(_message_text(item))
-            elif kind == "function_call":
-                out.call(
-                    item.get("call_id", ""), item.get("name", ""), parse_arguments(item.get("arguments", ""))
-                )
-            elif kind == "function_call_output":
-                output = item.get("output")
-                out.result(item.get("call_id", ""), parse_output(output if isinstance(output, str) else ""))
 
     def _kwargs(self, request: Mapping[str, Any], tools: Sequence[ToolSpec]) -> dict[str, Any]:
         settings = self.settings
@@ -202,17 +130,6 @@ class OpenAIResponsesWire(History):
         if settings.session_id is not None:
             kwargs["prompt_cache_key"] = settings.session_id
         return kwargs
-
-
-def _message_text(item: Mapping[str, Any]) -> str:
-    content = item.get("content")
-    if isinstance(content, str):
-        return content
-    return "".join(
-        str(part.get("text", ""))
-        for part in content or ()
-        if isinstance(part, Mapping) and part.get("type") in ("output_text", "input_text", "text")
-    )
 
 
 def _usage(usage: Any) -> Usage:

@@ -5,46 +5,50 @@ message holding all its ``tool_result`` blocks (compact JSON strings, ``is_error
 at the end of the prose merges into the next user message, results first. Use it as::
 
     client.messages.create(model=..., max_tokens=..., tools=..., **anthropic.to_request(history))
+
+It also reads the wire back (:func:`pieces`), edits results and arguments in place (:func:`replace`)
+and writes the results of a running turn's calls (:func:`tool_results`).
 """
 
 from __future__ import annotations
 
-import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from functools import partial
 from typing import Any
 
 from turnmemory.memory import Message
-from turnmemory.providers._common import (
+from turnmemory.providers._build import (
+    IncrementalFormatter,
+    TurnFormat,
+    standard_build,
+    turn_request,
+)
+from turnmemory.providers._read import Piece, as_string, as_text, call_names
+from turnmemory.providers._render import (
     PLACEHOLDER_DESCRIPTION,
     Block,
-    Exchange,
-    IncrementalFormatter,
-    Options,
-    RequestCache,
-    TurnFormat,
-    adjacent_pairing,
-    compact_json,
-    duplicates,
-    is_blank,
-    json_object,
+    Item,
+    cached_json,
     list_at,
     missing_names,
     tool_name,
-    turn_request,
 )
+from turnmemory.providers._tools import Call, ToolResult, result_text
 from turnmemory.replay import ArgumentPolicy, HistoricalCall, IdStyle
 
 __all__ = [
+    "ITEMS",
+    "TURNS",
     "Formatter",
+    "blocks",
+    "pieces",
     "placeholder_tool",
     "placeholder_tools",
-    "problems",
+    "replace",
     "replayed_tool_names",
     "to_request",
+    "tool_results",
 ]
-
-_ID = re.compile(r"[a-zA-Z0-9_-]+")
-_NAME = re.compile(r"[a-zA-Z0-9_-]{1,64}")
 
 
 def _text(text: str) -> Block:
@@ -56,35 +60,30 @@ def _call(call: HistoricalCall, first: bool) -> Block:
 
 
 def _result(call: HistoricalCall) -> Block:
-    block: Block = {"type": "tool_result", "tool_use_id": call.id, "content": compact_json(call.result)}
+    block: Block = {"type": "tool_result", "tool_use_id": call.id, "content": cached_json(call.result)}
     if call.is_error:
         block["is_error"] = True
     return block
 
 
-def _blocks(message: Mapping[str, Any]) -> list[Any]:
+def blocks(message: Mapping[str, Any]) -> list[Any]:
+    """The content blocks of a message (a string content is one text block; anything else, none)."""
     content = message.get("content")
     if isinstance(content, str):
         return [_text(content)]
     return content if isinstance(content, list) else []
 
 
-def _pending_ids(pending: Sequence[Block]) -> Iterator[str]:
-    for message in pending:
-        for block in _blocks(message):
-            if isinstance(block, Mapping):
-                for key in ("id", "tool_use_id"):
-                    if isinstance(block.get(key), str):
-                        yield block[key]
+ITEMS = "messages"
+"""The request key of the message list."""
 
-
-_FORMAT = TurnFormat(
+TURNS = TurnFormat(
     assistant_role="assistant",
     content_key="content",
     text=_text,
     call=_call,
     result=_result,
-    pending_ids=_pending_ids,
+    pieces=lambda items: pieces(items),
     strip_final=True,
 )
 
@@ -92,41 +91,30 @@ _FORMAT = TurnFormat(
 def to_request(
     messages: Sequence[Message],
     *,
-    pending: Sequence[Block] | None = None,
+    pending: Sequence[Item] | None = None,
     arguments: ArgumentPolicy = "empty",
     id_style: IdStyle = "historical",
 ) -> dict[str, Any]:
     """``{"system": [text blocks], "messages": [...]}`` for ``client.messages.create`` (system only when present)."""
-    return _build(messages, pending, Options(arguments, id_style), None)
+    return _request(messages, None, pending=pending, arguments=arguments, id_style=id_style)
 
 
-def _build(
-    messages: Sequence[Message], pending: Sequence[Block] | None, options: Options, cache: RequestCache | None
-) -> dict[str, Any]:
-    systems, turns = turn_request(_FORMAT, messages, pending, options, cache)
+def _shape(systems: list[str], turns: list[Item]) -> dict[str, Any]:
     request: dict[str, Any] = {"system": [_text(text) for text in systems]} if systems else {}
     request["messages"] = turns
     return request
 
 
-class Formatter(IncrementalFormatter):
-    """Incremental :func:`to_request` for one conversation: each historical message is rendered once."""
+_request = standard_build(partial(turn_request, TURNS), _shape)
 
-    build = staticmethod(_build)
+Formatter = partial(IncrementalFormatter, _request)
+"""``Formatter()``: :func:`to_request` for one conversation, built incrementally (each historical message is
+rendered once; the same keywords give the same requests)."""
 
 
 def replayed_tool_names(request: Mapping[str, Any]) -> list[str]:
     """The names of the ``tool_use`` blocks a request (or wire body) holds, in order, once each."""
-    names = (
-        block["name"]
-        for message in list_at(request, "messages")
-        if isinstance(message, Mapping)
-        for block in _blocks(message)
-        if isinstance(block, Mapping)
-        and block.get("type") == "tool_use"
-        and isinstance(block.get("name"), str)
-    )
-    return missing_names(names, ())
+    return call_names(pieces(list_at(request, ITEMS)))
 
 
 def placeholder_tool(name: str) -> dict[str, Any]:
@@ -143,119 +131,66 @@ def placeholder_tools(request: Mapping[str, Any], offered: Sequence[str]) -> lis
     return [placeholder_tool(name) for name in missing_names(replayed_tool_names(request), offered)]
 
 
-def problems(body: Mapping[str, Any], *, require_tools: bool | None = None) -> list[str]:
-    """The rule violations in a Messages request body (empty when valid).
+def pieces(items: Sequence[Mapping[str, Any]]) -> list[Piece]:
+    """The prose, thinking, ``tool_use`` and ``tool_result`` blocks of Messages API messages, in order.
 
-    ``require_tools`` (default: when the body has ``model`` or ``tools``, as a wire body does) also
-    demands a ``tools`` list that declares every replayed tool name.
+    A call's arguments are editable unless its message carries signed thinking.
     """
-    out: list[str] = []
-    out.extend(_system_problems(body.get("system")))
-    messages = body.get("messages")
-    if not isinstance(messages, list) or not messages:
-        return [*out, "messages: expected a non-empty list"]
-    exchanges: list[Exchange] = []
-    ids: list[tuple[str, str]] = []
-    for i, message in enumerate(messages):
-        where = f"messages[{i}]"
-        if not isinstance(message, Mapping):
-            out.append(f"{where}: expected an object")
-            exchanges.append(Exchange())
-            continue
-        role = message.get("role")
-        if role not in ("user", "assistant"):
-            out.append(f"{where}: role must be 'user' or 'assistant', got {role!r}")
-        elif i == 0 and role != "user":
-            out.append(f"{where}: the first message must be a user message")
-        exchange = _message_problems(where, role, message, out)
-        exchanges.append(exchange)
-        ids.extend(exchange.calls)
-    out.extend(adjacent_pairing(exchanges, call="tool_use", result="tool_result"))
-    out.extend(duplicates(ids, "tool_use"))
-    out.extend(_final_problems(messages))
-    if require_tools if require_tools is not None else ("model" in body or "tools" in body):
-        out.extend(_tools_problems(body, bool(ids)))
-    return out
+    found: list[Piece] = []
+    for index, message in enumerate(items):
+        assistant = message.get("role") == "assistant"
+        content = [block if isinstance(block, Mapping) else {} for block in blocks(message)]
+        signed = any(block.get("type") in ("thinking", "redacted_thinking") for block in content)
+        for slot, block in enumerate(content):
+            kind = block.get("type")
+            if kind == "text" and assistant and isinstance(block.get("text"), str):
+                found.append(Piece(index, slot, "prose", text=block["text"]))
+            elif kind == "thinking" and isinstance(block.get("thinking"), str):
+                found.append(Piece(index, slot, "reasoning", text=block["thinking"]))
+            elif kind == "tool_use":
+                arguments = block.get("input")
+                found.append(
+                    Piece(
+                        index,
+                        slot,
+                        "call",
+                        as_string(block.get("id")),
+                        as_string(block.get("name")),
+                        arguments=arguments if isinstance(arguments, dict) else None,
+                        editable=not signed and isinstance(arguments, dict),
+                    )
+                )
+            elif kind == "tool_result":
+                found.append(
+                    Piece(
+                        index,
+                        slot,
+                        "result",
+                        as_string(block.get("tool_use_id")),
+                        text=as_text(block.get("content")),
+                        error=block.get("is_error") is True,
+                    )
+                )
+    return found
 
 
-def _system_problems(system: object) -> list[str]:
-    if system is None or isinstance(system, str):
-        return []
-    if not isinstance(system, list):
-        return ["system: expected a string or a list of text blocks"]
-    return [
-        f"system[{j}]: text block is empty or whitespace only"
-        for j, block in enumerate(system)
-        if isinstance(block, Mapping) and isinstance(block.get("text"), str) and is_blank(block["text"])
-    ]
+def replace(item: Item, piece: Piece, content: str | dict[str, Any]) -> Item:
+    """A copy of ``item`` with the result (``content`` a note) or the arguments of ``piece`` replaced."""
+    edited = list(item["content"])
+    edited[piece.slot] = {**edited[piece.slot], "content" if piece.kind == "result" else "input": content}
+    return {**item, "content": edited}
 
 
-def _message_problems(where: str, role: object, message: Mapping[str, Any], out: list[str]) -> Exchange:
-    content = message.get("content")
-    if isinstance(content, str):
-        if is_blank(content):
-            out.append(f"{where}.content: text is empty or whitespace only")
-        return Exchange()
-    if not isinstance(content, list) or not content:
-        out.append(f"{where}.content: expected a non-empty string or list of blocks")
-        return Exchange()
-    calls: list[tuple[str, str]] = []
-    results: list[tuple[str, str]] = []
-    leading = True
-    for j, block in enumerate(content):
-        at = f"{where}.content[{j}]"
-        if not isinstance(block, Mapping):
-            out.append(f"{at}: expected an object")
-            continue
-        kind = block.get("type")
-        if kind == "text":
-            if not isinstance(block.get("text"), str) or is_blank(block["text"]):
-                out.append(f"{at}: text block is empty or whitespace only")
-        elif kind == "tool_use":
-            call_id, name = block.get("id"), block.get("name")
-            if role != "assistant":
-                out.append(f"{at}: tool_use outside an assistant message")
-            if not isinstance(call_id, str) or not _ID.fullmatch(call_id):
-                out.append(f"{at}: tool_use id {call_id!r} does not match ^[a-zA-Z0-9_-]+$")
-            if not isinstance(name, str) or not _NAME.fullmatch(name):
-                out.append(f"{at}: tool_use name {name!r} does not match ^[a-zA-Z0-9_-]{{1,64}}$")
-            if not json_object(block.get("input")):
-                out.append(f"{at}: tool_use input must be an object")
-            calls.append((at, str(call_id)))
-        elif kind == "tool_result":
-            if role != "user":
-                out.append(f"{at}: tool_result outside a user message")
-            if not leading:
-                out.append(f"{at}: tool_result after other content; results must open the message")
-            if "is_error" in block and not isinstance(block["is_error"], bool):
-                out.append(f"{at}: is_error must be a boolean")
-            if "content" in block and not isinstance(block["content"], str | list):
-                out.append(f"{at}: tool_result content must be a string or a list of blocks")
-            results.append((at, str(block.get("tool_use_id"))))
-        leading = leading and kind == "tool_result"
-    return Exchange(tuple(calls), tuple(results))
-
-
-def _final_problems(messages: list[Any]) -> list[str]:
-    last = messages[-1]
-    if not isinstance(last, Mapping) or last.get("role") != "assistant":
-        return []
-    blocks = _blocks(last)
-    tail = blocks[-1] if blocks else None
-    text = tail.get("text") if isinstance(tail, Mapping) and tail.get("type") == "text" else None
-    if isinstance(text, str) and text != text.rstrip():
-        return [f"messages[{len(messages) - 1}]: final assistant content ends with whitespace"]
-    return []
-
-
-def _tools_problems(body: Mapping[str, Any], has_calls: bool) -> list[str]:
-    tools = body.get("tools")
-    if not has_calls:
-        return []
-    if not isinstance(tools, list) or not tools:
-        return ["tools: missing, but the request holds tool_use blocks"]
-    declared = [tool.get("name") for tool in tools if isinstance(tool, Mapping)]
-    return [
-        f"tools: {name!r} is replayed but not declared"
-        for name in missing_names(replayed_tool_names(body), (n for n in declared if isinstance(n, str)))
-    ]
+def tool_results(calls: Sequence[Call], results: Sequence[ToolResult]) -> list[Item]:
+    """The user message answering ``calls`` with ``results``: one ``tool_result`` block each, in order."""
+    content = []
+    for call, result in zip(calls, results, strict=True):
+        block: Block = {
+            "type": "tool_result",
+            "tool_use_id": call.id,
+            "content": result_text(result, flagged=True),
+        }
+        if result.error is not None:
+            block["is_error"] = True
+        content.append(block)
+    return [{"role": "user", "content": content}]

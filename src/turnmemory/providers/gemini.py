@@ -16,33 +16,43 @@ in the config::
 from __future__ import annotations
 
 import base64
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from functools import partial
 from typing import Any
 
+from turnmemory._text import compact_json
 from turnmemory.memory import Message
-from turnmemory.providers._common import (
+from turnmemory.providers._build import (
+    IncrementalFormatter,
+    TurnFormat,
+    standard_build,
+    turn_request,
+)
+from turnmemory.providers._read import Piece, PieceKind, as_string, call_names
+from turnmemory.providers._render import (
     PLACEHOLDER_DESCRIPTION,
     Block,
-    IncrementalFormatter,
-    Options,
-    RequestCache,
-    TurnFormat,
-    json_object,
+    Item,
     list_at,
     missing_names,
     tool_name,
-    turn_request,
 )
+from turnmemory.providers._tools import Call, ToolResult, object_result, parse_output
 from turnmemory.replay import ArgumentPolicy, HistoricalCall, IdStyle
 
 __all__ = [
+    "ITEMS",
     "SKIP_THOUGHT_SIGNATURE",
+    "TURNS",
     "Formatter",
+    "either_case",
+    "pieces",
     "placeholder_tool",
     "placeholder_tools",
-    "problems",
+    "replace",
     "replayed_tool_names",
     "to_request",
+    "tool_results",
 ]
 
 SKIP_THOUGHT_SIGNATURE = base64.b64encode(b"skip_thought_signature_validator").decode("ascii")
@@ -64,31 +74,21 @@ def _result(call: HistoricalCall) -> Block:
     return {"function_response": {"id": call.id, "name": tool_name(call.name), "response": call.result}}
 
 
-def _field(part: Mapping[str, Any], snake: str, camel: str) -> Any:
-    return part[snake] if snake in part else part.get(camel)
+def either_case(mapping: Mapping[str, Any], snake: str, camel: str) -> Any:
+    """``mapping[snake]``, or ``mapping[camel]`` as a wire body spells it (google-genai takes both)."""
+    return mapping[snake] if snake in mapping else mapping.get(camel)
 
 
-def _pending_ids(pending: Sequence[Block]) -> Iterator[str]:
-    for content in pending:
-        for part in list_at(content, "parts"):
-            if not isinstance(part, Mapping):
-                continue
-            for snake, camel in (
-                ("function_call", "functionCall"),
-                ("function_response", "functionResponse"),
-            ):
-                inner = _field(part, snake, camel)
-                if isinstance(inner, Mapping) and isinstance(inner.get("id"), str):
-                    yield inner["id"]
+ITEMS = "contents"
+"""The request key of the content list."""
 
-
-_FORMAT = TurnFormat(
+TURNS = TurnFormat(
     assistant_role="model",
     content_key="parts",
     text=_text,
     call=_call,
     result=_result,
-    pending_ids=_pending_ids,
+    pieces=lambda items: pieces(items),
     strip_final=False,
 )
 
@@ -96,7 +96,7 @@ _FORMAT = TurnFormat(
 def to_request(
     messages: Sequence[Message],
     *,
-    pending: Sequence[Block] | None = None,
+    pending: Sequence[Item] | None = None,
     arguments: ArgumentPolicy = "empty",
     id_style: IdStyle = "historical",
 ) -> dict[str, Any]:
@@ -105,43 +105,26 @@ def to_request(
     Contents alternate strictly and open with a user content: blank user messages are left out, and so
     are assistant messages before the first non-blank user message (nothing is invented to precede them).
     """
-    return _build(messages, pending, Options(arguments, id_style), None)
+    return _request(messages, None, pending=pending, arguments=arguments, id_style=id_style)
 
 
-def _build(
-    messages: Sequence[Message], pending: Sequence[Block] | None, options: Options, cache: RequestCache | None
-) -> dict[str, Any]:
-    systems, contents = turn_request(_FORMAT, messages, pending, options, cache)
+def _shape(systems: list[str], contents: list[Item]) -> dict[str, Any]:
     request: dict[str, Any] = {"contents": contents}
     if systems:
         request["system_instruction"] = {"parts": [_text(text) for text in systems]}
     return request
 
 
-class Formatter(IncrementalFormatter):
-    """Incremental :func:`to_request` for one conversation: each historical message is rendered once."""
+_request = standard_build(partial(turn_request, TURNS), _shape)
 
-    build = staticmethod(_build)
-
-
-def _function_calls(content: Mapping[str, Any]) -> Iterator[Mapping[str, Any]]:
-    for part in list_at(content, "parts"):
-        if isinstance(part, Mapping):
-            call = _field(part, "function_call", "functionCall")
-            if isinstance(call, Mapping):
-                yield call
+Formatter = partial(IncrementalFormatter, _request)
+"""``Formatter()``: :func:`to_request` for one conversation, built incrementally (each historical message is
+rendered once; the same keywords give the same requests)."""
 
 
 def replayed_tool_names(request: Mapping[str, Any]) -> list[str]:
     """The names of the function calls a request (or camelCase wire body) holds, in order, once each."""
-    names = (
-        call["name"]
-        for content in list_at(request, "contents")
-        if isinstance(content, Mapping)
-        for call in _function_calls(content)
-        if isinstance(call.get("name"), str)
-    )
-    return missing_names(names, ())
+    return call_names(pieces(list_at(request, ITEMS)))
 
 
 def placeholder_tool(name: str) -> dict[str, Any]:
@@ -154,119 +137,97 @@ def placeholder_tools(request: Mapping[str, Any], offered: Sequence[str]) -> lis
     return [placeholder_tool(name) for name in missing_names(replayed_tool_names(request), offered)]
 
 
-def problems(body: Mapping[str, Any], *, require_tools: bool | None = None) -> list[str]:
-    """The rule violations in a generateContent request (snake_case dict or camelCase wire body).
+def pieces(items: Sequence[Mapping[str, Any]]) -> list[Piece]:
+    """The text, thought, ``function_call`` and ``function_response`` parts of contents, in order.
 
-    Contents must alternate ``user`` / ``model`` starting with ``user``; the function calls of a model
-    content must be answered by the same number of function responses, in the same order, in the next
-    user content. ``require_tools`` is accepted for a uniform checker signature.
+    Keys may be snake_case or camelCase. A response's text is its output as the model reads it: a
+    lone ``output`` (or ``result``, ``content``, ``text``, ``stdout``) is unwrapped, anything else is
+    compact JSON. Calls and responses without an id pair by name and order, as Gemini pairs them.
     """
-    out: list[str] = []
-    system = _field(body, "system_instruction", "systemInstruction")
-    if isinstance(system, Mapping):
-        out.extend(_text_problems("system_instruction", system))
-    contents = body.get("contents")
-    if not isinstance(contents, list) or not contents:
-        return [*out, "contents: expected a non-empty list"]
-    previous: tuple[str, list[tuple[str, Mapping[str, Any]]]] | None = None
-    role_before = None
-    for i, content in enumerate(contents):
-        where = f"contents[{i}]"
-        if not isinstance(content, Mapping):
-            out.append(f"{where}: expected an object")
-            previous = None
-            continue
-        role = content.get("role")
-        if role not in ("user", "model"):
-            out.append(f"{where}: role must be 'user' or 'model', got {role!r}")
-        elif i == 0 and role != "user":
-            out.append(f"{where}: the first content must be a user content")
-        elif role == role_before:
-            out.append(f"{where}: a second {role} content in a row; roles must alternate")
-        role_before = role
-        calls, responses = _part_problems(where, role, content, out)
-        out.extend(_pairing_problems(where, previous, responses))
-        previous = (where, calls)
-    if previous is not None:
-        out.extend(
-            f"{at}: function_call {call.get('name')!r} has no function_response: no content follows"
-            for at, call in previous[1]
-        )
-    return out
+    found: list[Piece] = []
+    for index, content in enumerate(items):
+        model = content.get("role") == "model"
+        parts = [part if isinstance(part, Mapping) else {} for part in list_at(content, "parts")]
+        signed = any(either_case(part, "thought_signature", "thoughtSignature") for part in parts)
+        for slot, part in enumerate(parts):
+            call = either_case(part, "function_call", "functionCall")
+            response = either_case(part, "function_response", "functionResponse")
+            if isinstance(call, Mapping):
+                arguments = call.get("args")
+                found.append(
+                    Piece(
+                        index,
+                        slot,
+                        "call",
+                        as_string(call.get("id")),
+                        as_string(call.get("name")),
+                        arguments=arguments if isinstance(arguments, dict) else None,
+                        editable=not signed and isinstance(arguments, dict),
+                    )
+                )
+            elif isinstance(response, Mapping):
+                body = response.get("response")
+                found.append(
+                    Piece(
+                        index,
+                        slot,
+                        "result",
+                        as_string(response.get("id")),
+                        as_string(response.get("name")),
+                        text=_output_text(body),
+                        error=object_result(body).error is not None,
+                    )
+                )
+            elif model and isinstance(part.get("text"), str) and part["text"]:
+                kind: PieceKind = "reasoning" if part.get("thought") is True else "prose"
+                found.append(Piece(index, slot, kind, text=part["text"]))
+    return found
 
 
-def _text_problems(where: str, content: Mapping[str, Any]) -> list[str]:
-    # Gemini itself returns empty text parts that carry only a thought signature; those are replayed as is.
-    return [
-        f"{where}.parts[{j}]: empty text part"
-        for j, part in enumerate(list_at(content, "parts"))
-        if isinstance(part, Mapping)
-        and "text" in part
-        and part["text"] in ("", None)
-        and _field(part, "thought_signature", "thoughtSignature") is None
-    ]
+def replace(item: Item, piece: Piece, content: str | dict[str, Any]) -> Item:
+    """A copy of ``item`` with the response (``content`` a note) or the arguments of ``piece`` replaced."""
+    parts = list(item["parts"])
+    part = dict(parts[piece.slot])
+    snake, camel = (
+        ("function_response", "functionResponse")
+        if piece.kind == "result"
+        else ("function_call", "functionCall")
+    )
+    key = snake if snake in part else camel
+    if isinstance(content, str):
+        result = ToolResult(error=content) if piece.error else parse_output(content)
+        part[key] = {**part[key], "response": _response(result)}
+    else:
+        part[key] = {**part[key], "args": content}
+    parts[piece.slot] = part
+    return {**item, "parts": parts}
 
 
-def _part_problems(
-    where: str, role: object, content: Mapping[str, Any], out: list[str]
-) -> tuple[list[tuple[str, Mapping[str, Any]]], list[tuple[str, Mapping[str, Any]]]]:
-    parts = content.get("parts")
-    if not isinstance(parts, list) or not parts:
-        out.append(f"{where}.parts: expected a non-empty list")
-        return [], []
-    out.extend(_text_problems(where, content))
-    calls: list[tuple[str, Mapping[str, Any]]] = []
-    responses: list[tuple[str, Mapping[str, Any]]] = []
-    for j, part in enumerate(parts):
-        at = f"{where}.parts[{j}]"
-        if not isinstance(part, Mapping):
-            out.append(f"{at}: expected an object")
-            continue
-        call = _field(part, "function_call", "functionCall")
-        response = _field(part, "function_response", "functionResponse")
-        if call is not None:
-            if role != "model":
-                out.append(f"{at}: function_call outside a model content")
-            if not isinstance(call, Mapping) or not isinstance(call.get("name"), str) or not call["name"]:
-                out.append(f"{at}: function_call needs a name")
-                continue
-            if call.get("args") is not None and not json_object(call["args"]):
-                out.append(f"{at}: function_call args must be an object")
-            calls.append((at, call))
-        if response is not None:
-            if role != "user":
-                out.append(f"{at}: function_response outside a user content")
-            if not isinstance(response, Mapping) or not isinstance(response.get("name"), str):
-                out.append(f"{at}: function_response needs a name")
-                continue
-            if not json_object(response.get("response")):
-                out.append(f"{at}: function_response response must be an object")
-            responses.append((at, response))
-    return calls, responses
+def tool_results(calls: Sequence[Call], results: Sequence[ToolResult]) -> list[Item]:
+    """The user content answering ``calls``: one ``function_response`` part each, in order, with the
+    call's own id where it came with one."""
+    parts = []
+    for call, result in zip(calls, results, strict=True):
+        response: Item = {"name": call.name, "response": _response(result)}
+        if call.native is not None:
+            response["id"] = call.native
+        parts.append({"function_response": response})
+    return [{"role": "user", "parts": parts}]
 
 
-def _pairing_problems(
-    where: str,
-    previous: tuple[str, list[tuple[str, Mapping[str, Any]]]] | None,
-    responses: list[tuple[str, Mapping[str, Any]]],
-) -> list[str]:
-    calls = previous[1] if previous is not None else []
-    if not calls:
-        return [
-            f"{at}: function_response {response.get('name')!r} does not answer a function_call in the previous content"
-            for at, response in responses
-        ]
-    if len(responses) != len(calls):
-        return [
-            f"{where}: {len(responses)} function_response part(s) for the {len(calls)} function_call part(s) "
-            f"of {previous[0] if previous else '?'}"
-        ]
-    out: list[str] = []
-    for (at, response), (call_at, call) in zip(responses, calls, strict=True):
-        same_id = response.get("id") == call.get("id") or None in (response.get("id"), call.get("id"))
-        if response.get("name") != call.get("name") or not same_id:
-            out.append(
-                f"{at}: function_response {response.get('name')!r} ({response.get('id')!r}) does not answer "
-                f"function_call {call.get('name')!r} ({call.get('id')!r}) at {call_at}; order must match"
-            )
-    return out
+_TEXT_KEYS = ("output", "result", "content", "text", "stdout")
+
+
+def _output_text(body: object) -> str:
+    if isinstance(body, Mapping) and len(body) == 1 and next(iter(body)) in _TEXT_KEYS:
+        body = next(iter(body.values()))
+    return body if isinstance(body, str) else compact_json(body)
+
+
+def _response(result: ToolResult) -> Item:
+    """A function response object: the output (wrapped as ``{"output": ...}`` unless an object), or the error."""
+    if result.error is not None:
+        return {"error": result.error or "error"}
+    if isinstance(result.output, dict):
+        return result.output
+    return {"output": result.output}

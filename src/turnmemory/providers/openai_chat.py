@@ -14,48 +14,67 @@ Phi-4-mini, 9-character alphanumeric ids and strict user/assistant alternation f
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+import json
+from collections.abc import Mapping, Sequence
+from functools import partial
 from typing import Any
 
 from turnmemory.memory import Message
-from turnmemory.providers._common import (
-    PLACEHOLDER_DESCRIPTION,
-    Block,
+from turnmemory.providers._build import (
     IncrementalFormatter,
-    Options,
     RequestCache,
-    compact_json,
-    duplicates,
-    is_json_text,
     item_request,
+)
+from turnmemory.providers._families import Family, family
+from turnmemory.providers._read import Piece, as_string, as_text, call_names, prose_text
+from turnmemory.providers._render import (
+    PLACEHOLDER_DESCRIPTION,
+    Item,
+    Options,
+    cached_json,
+    list_at,
     missing_names,
     replay_steps,
     tool_name,
 )
-from turnmemory.providers._families import Family, family
+from turnmemory.providers._tools import Call, ToolResult, is_error_text, parse_arguments, result_text
 from turnmemory.replay import ArgumentPolicy, HistoricalCall, IdStyle
 
 __all__ = [
+    "ITEMS",
     "MAX_ID",
+    "REASONING_KEYS",
+    "TURNS",
     "Family",
     "Formatter",
     "family",
+    "pieces",
     "placeholder_tool",
     "placeholder_tools",
-    "problems",
+    "replace",
     "replayed_tool_names",
     "to_request",
+    "tool_results",
 ]
 
 MAX_ID = 40
 """The longest ``tool_calls[].id`` OpenAI accepts."""
 
+ITEMS = "messages"
+"""The request key of the message list."""
 
-def _render(message: Message, message_index: int, options: Options, taken: set[str]) -> tuple[Block, ...]:
+TURNS = None
+"""Chat Completions is an item format: no turns merge."""
+
+REASONING_KEYS = ("reasoning_content", "reasoning")
+"""Where compatible servers put reasoning text beside an assistant message's content, in order of preference."""
+
+
+def _render(message: Message, message_index: int, options: Options, taken: set[str]) -> tuple[Item, ...]:
     """The message as Chat messages: a pure function of its arguments (and ``taken``)."""
     if message.role != "assistant":
         return ({"role": message.role, "content": message.content},)
-    out: list[Block] = []
+    out: list[Item] = []
     for step in replay_steps(message, message_index, options, taken):
         text = step.text
         if text and (not step.calls or options.prose_apart):
@@ -67,7 +86,7 @@ def _render(message: Message, message_index: int, options: Options, taken: set[s
         for calls in batches:
             out.append(_calls_message(text, calls, options))
             out.extend(
-                {"role": "tool", "tool_call_id": call.id, "content": compact_json(call.result)}
+                {"role": "tool", "tool_call_id": call.id, "content": cached_json(call.result)}
                 for call in calls
             )
             text = ""
@@ -76,29 +95,20 @@ def _render(message: Message, message_index: int, options: Options, taken: set[s
     return tuple(out)
 
 
-def _calls_message(text: str, calls: Sequence[HistoricalCall], options: Options) -> Block:
+def _calls_message(text: str, calls: Sequence[HistoricalCall], options: Options) -> Item:
     """An assistant message holding ``calls`` (and ``text``, when there is prose before them)."""
-    assistant: Block = {"role": "assistant"}
+    assistant: Item = {"role": "assistant"}
     if text or options.alternating:
         assistant["content"] = text
     assistant["tool_calls"] = [
         {
             "id": call.id,
             "type": "function",
-            "function": {"name": tool_name(call.name), "arguments": compact_json(call.arguments)},
+            "function": {"name": tool_name(call.name), "arguments": cached_json(call.arguments)},
         }
         for call in calls
     ]
     return assistant
-
-
-def _pending_ids(pending: Sequence[Block]) -> Iterator[str]:
-    for message in pending:
-        if isinstance(message.get("tool_call_id"), str):
-            yield message["tool_call_id"]
-        for call in _tool_calls(message):
-            if isinstance(call.get("id"), str):
-                yield call["id"]
 
 
 def _tool_calls(message: Mapping[str, Any]) -> list[Mapping[str, Any]]:
@@ -109,7 +119,7 @@ def _tool_calls(message: Mapping[str, Any]) -> list[Mapping[str, Any]]:
 def to_request(
     messages: Sequence[Message],
     *,
-    pending: Sequence[Block] | None = None,
+    pending: Sequence[Item] | None = None,
     arguments: ArgumentPolicy = "empty",
     id_style: IdStyle | None = None,
     single_calls: bool | None = None,
@@ -121,7 +131,15 @@ def to_request(
     (``"historical"`` or ``"compact"``) and ``single_calls`` override that choice when given.
     Without any of them, the spec's default form.
     """
-    return _build(messages, pending, _options(arguments, id_style, single_calls, model), None)
+    return _request(
+        messages,
+        None,
+        pending=pending,
+        arguments=arguments,
+        id_style=id_style,
+        single_calls=single_calls,
+        model=model,
+    )
 
 
 def _options(
@@ -139,10 +157,18 @@ def _options(
     )
 
 
-def _build(
-    messages: Sequence[Message], pending: Sequence[Block] | None, options: Options, cache: RequestCache | None
+def _request(
+    messages: Sequence[Message],
+    cache: RequestCache | None,
+    *,
+    pending: Sequence[Item] | None = None,
+    arguments: ArgumentPolicy = "empty",
+    id_style: IdStyle | None = None,
+    single_calls: bool | None = None,
+    model: str | None = None,
 ) -> dict[str, Any]:
-    _, items = item_request(messages, pending, options, _render, _pending_ids, cache)
+    options = _options(arguments, id_style, single_calls, model)
+    _, items = item_request(messages, pending, options, _render, lambda items: pieces(items), cache)
     if (
         options.alternating
         and len(items) > 1
@@ -154,36 +180,14 @@ def _build(
     return {"messages": items}
 
 
-class Formatter(IncrementalFormatter):
-    """Incremental :func:`to_request` for one conversation: each historical message is rendered once."""
-
-    build = staticmethod(_build)
-
-    def to_request(
-        self,
-        messages: Sequence[Message],
-        *,
-        pending: Sequence[Block] | None = None,
-        arguments: ArgumentPolicy = "empty",
-        id_style: IdStyle | None = None,
-        single_calls: bool | None = None,
-        model: str | None = None,
-    ) -> dict[str, Any]:
-        """The same request as :func:`to_request`, built incrementally."""
-        return _build(messages, pending, _options(arguments, id_style, single_calls, model), self._cache)
+Formatter = partial(IncrementalFormatter, _request)
+"""``Formatter()``: :func:`to_request` for one conversation, built incrementally (each historical message is
+rendered once; the same keywords give the same requests)."""
 
 
 def replayed_tool_names(request: Mapping[str, Any]) -> list[str]:
     """The function names of the ``tool_calls`` a request (or wire body) holds, in order, once each."""
-    messages = request.get("messages")
-    names = (
-        call["function"]["name"]
-        for message in (messages if isinstance(messages, list) else ())
-        if isinstance(message, Mapping)
-        for call in _tool_calls(message)
-        if isinstance(call.get("function"), Mapping) and isinstance(call["function"].get("name"), str)
-    )
-    return missing_names(names, ())
+    return call_names(pieces(list_at(request, ITEMS)))
 
 
 def placeholder_tool(name: str) -> dict[str, Any]:
@@ -203,84 +207,83 @@ def placeholder_tools(request: Mapping[str, Any], offered: Sequence[str]) -> lis
     return [placeholder_tool(name) for name in missing_names(replayed_tool_names(request), offered)]
 
 
-def problems(body: Mapping[str, Any], *, require_tools: bool | None = None) -> list[str]:
-    """The rule violations in a Chat Completions request body (empty when valid).
+def pieces(items: Sequence[Mapping[str, Any]]) -> list[Piece]:
+    """The reasoning, prose, ``tool_calls`` and ``tool`` messages of Chat Completions messages, in order.
 
-    ``require_tools`` is accepted for a uniform checker signature; Chat Completions does not demand
-    that replayed tools be declared.
+    A ``tool`` message reads as failed when it says so (``status``, ``is_error``) or holds
+    ``{"error": ...}``, as :func:`tool_results` writes failures.
     """
-    messages = body.get("messages")
-    if not isinstance(messages, list) or not messages:
-        return ["messages: expected a non-empty list"]
-    out: list[str] = []
-    ids: list[tuple[str, str]] = []
-    open_calls: dict[str, str] = {}
-    answered: set[str] = set()
-    for i, message in enumerate(messages):
-        where = f"messages[{i}]"
-        if not isinstance(message, Mapping):
-            out.append(f"{where}: expected an object")
-            continue
+    found: list[Piece] = []
+    for index, message in enumerate(items):
         role = message.get("role")
         if role == "tool":
+            text = as_text(message.get("content"))
+            failed = message.get("status") == "error" or message.get("is_error") is True
             call_id = message.get("tool_call_id")
-            if call_id in open_calls:
-                del open_calls[call_id]
-                answered.add(call_id)
-            elif call_id in answered:
-                out.append(f"{where}: second tool message for {call_id!r}")
-            else:
-                out.append(
-                    f"{where}: tool message for {call_id!r} does not answer a tool_call of the preceding assistant message"
+            found.append(
+                Piece(
+                    index,
+                    0,
+                    "result",
+                    as_string(call_id),
+                    text=text,
+                    error=failed or is_error_text(text),
                 )
-            if not isinstance(message.get("content"), str | list):
-                out.append(f"{where}: tool message content must be a string or a list of text parts")
+            )
             continue
-        out.extend(
-            f"{at}: tool_call {call_id!r} has no tool message before {where}"
-            for call_id, at in open_calls.items()
+        if role != "assistant":
+            continue
+        found.extend(
+            Piece(index, 0, "reasoning", text=message[key])
+            for key in REASONING_KEYS
+            if isinstance(message.get(key), str) and message[key]
         )
-        open_calls, answered = {}, set()
-        if role not in ("system", "developer", "user", "assistant"):
-            out.append(f"{where}: unknown role {role!r}")
-        elif role == "assistant":
-            calls = _assistant_problems(where, message, out)
-            ids.extend(calls)
-            open_calls = {call_id: at for at, call_id in calls}
-        elif not isinstance(message.get("content"), str | list):
-            out.append(f"{where}: {role} message content must be a string or a list of parts")
-    out.extend(f"{at}: tool_call {call_id!r} has no tool message" for call_id, at in open_calls.items())
-    out.extend(duplicates(ids, "tool_call"))
-    return out
-
-
-def _assistant_problems(where: str, message: Mapping[str, Any], out: list[str]) -> list[tuple[str, str]]:
-    calls = message.get("tool_calls")
-    if calls is None:
-        if message.get("content") is None:
-            out.append(f"{where}: assistant message needs content or tool_calls")
-        return []
-    if not isinstance(calls, list) or not calls:
-        out.append(f"{where}.tool_calls: must be a non-empty list (omit the key when there are no calls)")
-        return []
-    found: list[tuple[str, str]] = []
-    for j, call in enumerate(calls):
-        at = f"{where}.tool_calls[{j}]"
-        if not isinstance(call, Mapping):
-            out.append(f"{at}: expected an object")
-            continue
-        call_id, function = call.get("id"), call.get("function")
-        if not isinstance(call_id, str) or not call_id or len(call_id) > MAX_ID:
-            out.append(f"{at}: id {call_id!r} must be a string of 1 to {MAX_ID} characters")
-        if call.get("type") == "custom" and isinstance(call.get("custom"), Mapping):
-            found.append((at, str(call_id)))
-            continue
-        if call.get("type") != "function" or not isinstance(function, Mapping):
-            out.append(f"{at}: expected a function or custom tool call")
-            continue
-        if not isinstance(function.get("name"), str) or not function["name"]:
-            out.append(f"{at}.function: name must be a non-empty string")
-        if not is_json_text(function.get("arguments")):
-            out.append(f"{at}.function: arguments must be a JSON string")
-        found.append((at, str(call_id)))
+        prose = prose_text(message.get("content"))
+        if prose:
+            found.append(Piece(index, 0, "prose", text=prose))
+        for slot, call in enumerate(_tool_calls(message)):
+            function = call.get("function")
+            if not isinstance(function, Mapping):
+                continue
+            raw = function.get("arguments")
+            arguments = (
+                parse_arguments(raw) if isinstance(raw, str) else raw if isinstance(raw, dict) else None
+            )
+            call_id, name = call.get("id"), function.get("name")
+            found.append(
+                Piece(
+                    index,
+                    slot,
+                    "call",
+                    as_string(call_id),
+                    as_string(name),
+                    arguments=arguments,
+                    raw=raw if isinstance(raw, str) else "",
+                    editable=arguments is not None,
+                )
+            )
     return found
+
+
+def replace(item: Item, piece: Piece, content: str | dict[str, Any]) -> Item:
+    """A copy of ``item`` with the result (``content`` a note) or the arguments of ``piece`` replaced."""
+    if isinstance(content, str):
+        return {
+            **item,
+            "content": result_text(ToolResult(error=content), flagged=False) if piece.error else content,
+        }
+    calls = list(item["tool_calls"])
+    call = calls[piece.slot]
+    calls[piece.slot] = {
+        **call,
+        "function": {**call["function"], "arguments": json.dumps(content, ensure_ascii=False)},
+    }
+    return {**item, "tool_calls": calls}
+
+
+def tool_results(calls: Sequence[Call], results: Sequence[ToolResult]) -> list[Item]:
+    """One ``tool`` message per call, in order; a failure as ``{"error": message}``."""
+    return [
+        {"role": "tool", "tool_call_id": call.id, "content": result_text(result, flagged=False)}
+        for call, result in zip(calls, results, strict=True)
+    ]

@@ -9,51 +9,66 @@ Prose becomes easy-input ``message`` items; each historical batch becomes ``func
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+import json
+from collections.abc import Mapping, Sequence
+from functools import partial
 from typing import Any
 
 from turnmemory.memory import Message
-from turnmemory.providers._common import (
-    PLACEHOLDER_DESCRIPTION,
-    Block,
+from turnmemory.providers._build import (
     IncrementalFormatter,
-    Options,
     RequestCache,
-    compact_json,
-    duplicates,
-    is_json_text,
     item_request,
+    standard_build,
+)
+from turnmemory.providers._read import Piece, as_string, as_text, call_names, prose_text
+from turnmemory.providers._render import (
+    PLACEHOLDER_DESCRIPTION,
+    Item,
+    Options,
+    cached_json,
     list_at,
     missing_names,
     replay_steps,
     tool_name,
 )
+from turnmemory.providers._tools import Call, ToolResult, is_error_text, parse_arguments, result_text
 from turnmemory.replay import ArgumentPolicy, IdStyle
 
 __all__ = [
+    "ITEMS",
     "MAX_CALL_ID",
+    "TURNS",
     "Formatter",
+    "pieces",
     "placeholder_tool",
     "placeholder_tools",
-    "problems",
+    "replace",
     "replayed_tool_names",
     "to_request",
+    "tool_results",
 ]
 
 MAX_CALL_ID = 64
 """The longest ``call_id`` the Responses API accepts."""
 
+ITEMS = "input"
+"""The request key of the item list."""
 
-def _message(role: str, content: str) -> Block:
+TURNS = None
+"""Responses is an item format: no turns merge."""
+
+
+def _message(role: str, content: str) -> Item:
     return {"type": "message", "role": role, "content": content}
 
 
-def _render(message: Message, message_index: int, options: Options, taken: set[str]) -> tuple[Block, ...]:
+def _render(message: Message, message_index: int, options: Options, taken: set[str]) -> tuple[Item, ...]:
     if message.role == "system":
         return ()
     if message.role == "user":
         return (_message("user", message.content),)
-    out: list[Block] = []
+    out: list[Item] = []
     for step in replay_steps(message, message_index, options, taken):
         if step.text:
             out.append(_message("assistant", step.text))
@@ -62,29 +77,21 @@ def _render(message: Message, message_index: int, options: Options, taken: set[s
                 "type": "function_call",
                 "call_id": call.id,
                 "name": tool_name(call.name),
-                "arguments": compact_json(call.arguments),
+                "arguments": cached_json(call.arguments),
             }
             for call in step.calls
         )
         out.extend(
-            {"type": "function_call_output", "call_id": call.id, "output": compact_json(call.result)}
+            {"type": "function_call_output", "call_id": call.id, "output": cached_json(call.result)}
             for call in step.calls
         )
     return tuple(out)
 
 
-def _pending_ids(pending: Sequence[Block]) -> Iterator[str]:
-    for item in pending:
-        if item.get("type") in ("function_call", "function_call_output") and isinstance(
-            item.get("call_id"), str
-        ):
-            yield item["call_id"]
-
-
 def to_request(
     messages: Sequence[Message],
     *,
-    pending: Sequence[Block] | None = None,
+    pending: Sequence[Item] | None = None,
     arguments: ArgumentPolicy = "empty",
     id_style: IdStyle = "historical",
 ) -> dict[str, Any]:
@@ -92,35 +99,32 @@ def to_request(
 
     ``instructions`` joins the non-blank system messages with blank lines; it is absent without them.
     """
-    return _build(messages, pending, Options(arguments, id_style), None)
+    return _request(messages, None, pending=pending, arguments=arguments, id_style=id_style)
 
 
-def _build(
-    messages: Sequence[Message], pending: Sequence[Block] | None, options: Options, cache: RequestCache | None
-) -> dict[str, Any]:
-    systems, items = item_request(messages, pending, options, _render, _pending_ids, cache)
+def _shape(systems: list[str], items: list[Item]) -> dict[str, Any]:
     request: dict[str, Any] = {"input": items}
     if systems:
         request["instructions"] = "\n\n".join(systems)
     return request
 
 
-class Formatter(IncrementalFormatter):
-    """Incremental :func:`to_request` for one conversation: each historical message is rendered once."""
+def _assemble(
+    messages: Sequence[Message], pending: Sequence[Item] | None, options: Options, cache: RequestCache | None
+) -> tuple[list[str], list[Item]]:
+    return item_request(messages, pending, options, _render, lambda items: pieces(items), cache)
 
-    build = staticmethod(_build)
+
+_request = standard_build(_assemble, _shape)
+
+Formatter = partial(IncrementalFormatter, _request)
+"""``Formatter()``: :func:`to_request` for one conversation, built incrementally (each historical message is
+rendered once; the same keywords give the same requests)."""
 
 
 def replayed_tool_names(request: Mapping[str, Any]) -> list[str]:
     """The names of the ``function_call`` items a request (or wire body) holds, in order, once each."""
-    names = (
-        item["name"]
-        for item in list_at(request, "input")
-        if isinstance(item, Mapping)
-        and item.get("type") == "function_call"
-        and isinstance(item.get("name"), str)
-    )
-    return missing_names(names, ())
+    return call_names(pieces(list_at(request, ITEMS)))
 
 
 def placeholder_tool(name: str) -> dict[str, Any]:
@@ -139,69 +143,68 @@ def placeholder_tools(request: Mapping[str, Any], offered: Sequence[str]) -> lis
     return [placeholder_tool(name) for name in missing_names(replayed_tool_names(request), offered)]
 
 
-def problems(body: Mapping[str, Any], *, require_tools: bool | None = None) -> list[str]:
-    """The rule violations in a Responses request body (empty when valid).
+def pieces(items: Sequence[Mapping[str, Any]]) -> list[Piece]:
+    """The assistant messages, reasoning summaries, calls and call outputs of Responses items, in order.
 
-    Every ``function_call`` needs exactly one later ``function_call_output`` with its ``call_id``, and
-    every output an earlier call. ``require_tools`` is accepted for a uniform checker signature.
+    ``custom_tool_call`` items read as calls with ``{"input": ...}`` arguments, never editable; a
+    ``function_call`` is not editable after encrypted reasoning of the same response.
     """
-    out: list[str] = []
-    if "instructions" in body and not isinstance(body["instructions"], str | None):
-        out.append("instructions: expected a string")
-    items = body.get("input")
-    if isinstance(items, str):
-        return out
-    if not isinstance(items, list):
-        return [*out, "input: expected a string or a list of items"]
-    calls: list[tuple[str, str]] = []
-    open_calls: dict[str, str] = {}
-    answered: set[str] = set()
-    for i, item in enumerate(items):
-        where = f"input[{i}]"
-        if not isinstance(item, Mapping):
-            out.append(f"{where}: expected an object")
-            continue
-        kind = item.get("type", "message" if "role" in item else None)
+    found: list[Piece] = []
+    signed = False
+    for index, item in enumerate(items):
+        kind, role = item.get("type", "message"), item.get("role")
         call_id = item.get("call_id")
-        if kind == "function_call":
-            out.extend(_call_problems(where, item))
-            calls.append((where, str(call_id)))
-            open_calls.setdefault(str(call_id), where)
-        elif kind == "function_call_output":
-            if call_id in open_calls:
-                del open_calls[call_id]
-                answered.add(call_id)
-            elif call_id in answered:
-                out.append(f"{where}: second function_call_output for {call_id!r}")
+        call_id = as_string(call_id)
+        if kind == "message" and role == "assistant":
+            prose = prose_text(item.get("content"))
+            if prose:
+                found.append(Piece(index, 0, "prose", text=prose))
+        elif kind == "reasoning":
+            signed = signed or bool(item.get("encrypted_content"))
+            summary = as_text(item.get("summary"))
+            if summary:
+                found.append(Piece(index, 0, "reasoning", text=summary))
+        elif kind in ("function_call", "custom_tool_call"):
+            name = item.get("name")
+            raw = item.get("arguments") if kind == "function_call" else item.get("input")
+            if kind == "function_call":
+                arguments = parse_arguments(raw) if isinstance(raw, str) else None
             else:
-                out.append(
-                    f"{where}: function_call_output for {call_id!r} does not answer an earlier function_call"
+                arguments = {"input": raw}
+            found.append(
+                Piece(
+                    index,
+                    0,
+                    "call",
+                    call_id,
+                    as_string(name),
+                    arguments=arguments,
+                    raw=raw if isinstance(raw, str) else "",
+                    editable=kind == "function_call" and arguments is not None and not signed,
                 )
-            if not isinstance(item.get("output"), str | list):
-                out.append(f"{where}: output must be a string or a list of content items")
-        elif kind == "message":
-            if item.get("role") not in ("user", "assistant", "system", "developer"):
-                out.append(f"{where}: unknown role {item.get('role')!r}")
-            if not isinstance(item.get("content"), str | list):
-                out.append(f"{where}: message content must be a string or a list of content items")
-        elif kind is None:
-            out.append(f"{where}: item has neither type nor role")
-    out.extend(
-        f"{at}: function_call {call_id!r} has no function_call_output" for call_id, at in open_calls.items()
-    )
-    out.extend(duplicates(calls, "function_call call_id"))
-    return out
+            )
+        elif kind in ("function_call_output", "custom_tool_call_output"):
+            signed = False
+            text = as_text(item.get("output"))
+            found.append(Piece(index, 0, "result", call_id, text=text, error=is_error_text(text)))
+        elif role != "assistant":
+            signed = False
+    return found
 
 
-def _call_problems(where: str, item: Mapping[str, Any]) -> list[str]:
-    out: list[str] = []
-    call_id, name, item_id = item.get("call_id"), item.get("name"), item.get("id")
-    if not isinstance(call_id, str) or not call_id or len(call_id) > MAX_CALL_ID:
-        out.append(f"{where}: call_id {call_id!r} must be a string of 1 to {MAX_CALL_ID} characters")
-    if item_id is not None and not (isinstance(item_id, str) and item_id.startswith("fc")):
-        out.append(f"{where}: item id {item_id!r} must start with 'fc' (or be omitted)")
-    if not isinstance(name, str) or not name:
-        out.append(f"{where}: name must be a non-empty string")
-    if not is_json_text(item.get("arguments")):
-        out.append(f"{where}: arguments must be a JSON string")
-    return out
+def replace(item: Item, piece: Piece, content: str | dict[str, Any]) -> Item:
+    """A copy of ``item`` with the output (``content`` a note) or the arguments of ``piece`` replaced."""
+    if isinstance(content, str):
+        return {
+            **item,
+            "output": result_text(ToolResult(error=content), flagged=False) if piece.error else content,
+        }
+    return {**item, "arguments": json.dumps(content, ensure_ascii=False)}
+
+
+def tool_results(calls: Sequence[Call], results: Sequence[ToolResult]) -> list[Item]:
+    """One ``function_call_output`` item per call, in order; a failure as ``{"error": message}``."""
+    return [
+        {"type": "function_call_output", "call_id": call.id, "output": result_text(result, flagged=False)}
+        for call, result in zip(calls, results, strict=True)
+    ]

@@ -7,11 +7,12 @@ type(u8)=7 value_len(u16) value``.
 
 from __future__ import annotations
 
-import json
 import struct
 import zlib
 from collections.abc import Mapping
 from typing import Any
+
+from turnmemory._text import compact_json
 
 __all__ = ["CONTENT_TYPE", "encode_message", "event_message", "exception_message"]
 
@@ -37,7 +38,7 @@ def encode_message(headers: Mapping[str, str], payload: bytes) -> bytes:
 
 
 def _json(payload: Mapping[str, Any]) -> bytes:
-    return json.dumps(payload, separators=(",", ":"), ensure_ascii=False).encode()
+    return compact_json(payload).encode()
 
 
 def event_message(event_type: str, payload: Mapping[str, Any]) -> bytes:

@@ -26,7 +26,7 @@ _CONTEXT_OVERFLOW = (
 _INCOMPLETE_REASONS = {"max_tokens": "max_output_tokens"}
 _CREATED = 1_700_000_000
 
-Event = tuple[dict[str, Any], FramePart]
+StreamEvent = tuple[dict[str, Any], FramePart]
 
 
 def _usage(usage: Usage) -> dict[str, Any]:
@@ -86,10 +86,10 @@ def _items(reply: Reply, exchange: Exchange) -> list[dict[str, Any]]:
     return items
 
 
-def _item_events(index: int, item: Mapping[str, Any]) -> list[Event]:
+def _item_events(index: int, item: Mapping[str, Any]) -> list[StreamEvent]:
     """``output_item.added`` … ``output_item.done`` for one complete item."""
     where = {"item_id": item["id"], "output_index": index}
-    events: list[Event]
+    events: list[StreamEvent]
     if item["type"] == "reasoning":
         text = item["summary"][0]["text"]
         part = {"type": "summary_text", "text": text}
@@ -158,7 +158,7 @@ def _item_events(index: int, item: Mapping[str, Any]) -> list[Event]:
     ]
 
 
-def _frames(events: list[Event], first: int = 0) -> list[Frame]:
+def _frames(events: list[StreamEvent], first: int = 0) -> list[Frame]:
     return [
         Frame(sse({**event, "sequence_number": first + n}, event=str(event["type"])), part)
         for n, (event, part) in enumerate(events)
@@ -216,7 +216,7 @@ class OpenAIResponses:
     def stream(self, reply: Reply, exchange: Exchange) -> list[Frame]:
         started = self._response(exchange, "in_progress", [])
         final = self._final(reply, exchange)
-        events: list[Event] = [
+        events: list[StreamEvent] = [
             ({"type": "response.created", "response": started}, "opening"),
             ({"type": "response.in_progress", "response": started}, "opening"),
         ]
@@ -230,7 +230,7 @@ class OpenAIResponses:
         error = openai_error(failure, _CONTEXT_OVERFLOW, "input")
         code = error["code"] or error["type"]
         failed = self._response(exchange, "failed", [], error={"code": code, "message": error["message"]})
-        events: list[Event] = [
+        events: list[StreamEvent] = [
             ({"type": "error", "code": code, "message": error["message"], "param": error["param"]}, "other"),
             ({"type": "response.failed", "response": failed}, "other"),
         ]

@@ -14,6 +14,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 from typing import Any
 
+from turnmemory.providers import PROVIDERS
 from turnmemory.providers.check import check_request
 from turnmemory.testing._anthropic import ANTHROPIC
 from turnmemory.testing._bedrock import BEDROCK
@@ -26,8 +27,8 @@ from turnmemory.testing._wire import Exchange, Frame, JsonAnswer, Route, WirePro
 __all__ = ["PROVIDERS", "FakeProviderServer", "RecordedRequest"]
 
 _PROTOCOLS: tuple[WireProtocol, ...] = (ANTHROPIC, OPENAI_CHAT, OPENAI_RESPONSES, GEMINI, BEDROCK)
-PROVIDERS: tuple[str, ...] = tuple(protocol.name for protocol in _PROTOCOLS)
-"""The provider names the server speaks, as ``RecordedRequest.provider`` and ``base_url`` spell them."""
+"""The wire protocol of every provider the server speaks (``PROVIDERS``: ``RecordedRequest.provider``
+and ``base_url`` spell them so)."""
 
 _BASE_PATHS = {"openai_chat": "/v1", "openai_responses": "/v1"}
 _EXHAUSTED = "fake server: script exhausted"

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from typing import Any
+
+from turnmemory._text import compact_json
 
 __all__ = ["DONE", "sse"]
 
@@ -14,5 +15,5 @@ DONE = b"data: [DONE]\n\n"
 
 def sse(data: Mapping[str, Any], event: str | None = None) -> bytes:
     """One event: an optional ``event:`` line, one ``data:`` line of compact JSON, a blank line."""
-    line = b"data: " + json.dumps(data, separators=(",", ":"), ensure_ascii=False).encode() + b"\n\n"
+    line = b"data: " + compact_json(data).encode() + b"\n\n"
     return line if event is None else f"event: {event}\n".encode() + line

@@ -13,10 +13,10 @@ reported in one readable line (``ImportedSession.problems``) and skipped. Tool c
         message, recorder = replay_turn(session.turns[0], session.workspace)
 """
 
-from turnmemory.transcripts._build import as_text
+from turnmemory.providers._read import as_text
 from turnmemory.transcripts._detect import FORMATS, detect_format, discover, load_session
 from turnmemory.transcripts._model import (
-    Event,
+    ImportedEvent,
     ImportedSession,
     ImportedTurn,
     IterationEnd,
@@ -31,7 +31,7 @@ from turnmemory.transcripts._tools import tool_outcome
 
 __all__ = [
     "FORMATS",
-    "Event",
+    "ImportedEvent",
     "ImportedSession",
     "ImportedTurn",
     "IterationEnd",

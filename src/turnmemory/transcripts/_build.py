@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import IO, Any, TypeVar
 
 from turnmemory.transcripts._model import (
-    Event,
+    ImportedEvent,
     ImportedSession,
     ImportedTurn,
     IterationEnd,
@@ -28,8 +28,6 @@ __all__ = [
     "MAX_LINE_BYTES",
     "MAX_PROBLEMS",
     "SessionBuilder",
-    "as_text",
-    "dump_input",
     "mapping",
     "open_regular",
     "parse_time",
@@ -75,7 +73,7 @@ class SessionBuilder:
         self.skipped: Counter[str] = Counter()
         self.problems: list[str] = []
         self.lines = 0
-        self._turns: list[tuple[str, list[Event]]] = []
+        self._turns: list[tuple[str, list[ImportedEvent]]] = []
         self._started: list[float | None] = []
         self._calls: set[str] = set()
         self._results: set[str] = set()
@@ -128,7 +126,7 @@ class SessionBuilder:
         """Whether a user turn has started."""
         return bool(self._turns)
 
-    def add(self, event: Event) -> None:
+    def add(self, event: ImportedEvent) -> None:
         """Append an event to the current turn."""
         if not self._turns:
             self.skip("before_first_turn")
@@ -294,40 +292,9 @@ def parse_time(value: object, *, scale: float = 1.0) -> float | None:
     return moment if math.isfinite(moment) and 0 < moment < _LATEST_TIME else None
 
 
-def as_text(content: Any) -> str:
-    """Text of a message or result content: a string, or text blocks joined (images as ``[image]``,
-    JSON blocks as their JSON)."""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, Mapping):
-        content = [content]
-    if not isinstance(content, list):
-        return "" if content is None else json.dumps(content, ensure_ascii=False)
-    parts: list[str] = []
-    for block in content:
-        if isinstance(block, str):
-            parts.append(block)
-        elif isinstance(block, Mapping):
-            text = block.get("text")
-            if isinstance(text, str):
-                parts.append(text)
-            elif block.get("type") in ("image", "image_url", "input_image"):
-                parts.append("[image]")
-            elif isinstance(block.get("json"), Mapping | list):  # a Bedrock json result block
-                parts.append(json.dumps(block["json"], ensure_ascii=False))
-            elif "content" in block:
-                parts.append(as_text(block["content"]))
-    return "\n".join(parts)
-
-
 def mapping(value: Any) -> Mapping[str, Any]:
     """``value`` when it is a JSON object, else an empty one."""
     return value if isinstance(value, Mapping) else {}
-
-
-def dump_input(value: Any) -> str:
-    """A call's input as the JSON text a provider request carries."""
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
 def _short(error: Exception) -> str:

@@ -14,8 +14,11 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from turnmemory._text import compact_json
+from turnmemory.providers import anthropic
+from turnmemory.providers._read import Piece, as_text
 from turnmemory.retention import DEFAULT_RULES
-from turnmemory.transcripts._build import SessionBuilder, as_text, dump_input, mapping, read_jsonl
+from turnmemory.transcripts._build import SessionBuilder, read_jsonl
 from turnmemory.transcripts._model import (
     ImportedSession,
     IterationEnd,
@@ -90,15 +93,14 @@ def _user(
     if record.get("isCompactSummary") is True:
         builder.skip("compact_summary")
         return
-    blocks = content if isinstance(content, list) else []
-    results = [block for block in blocks if isinstance(block, Mapping) and block.get("type") == "tool_result"]
+    results = [piece for piece in _pieces("user", content) if piece.kind == "result"]
     if results:
-        for block in results:
-            call = calls.get(str(block.get("tool_use_id")))
+        for piece in results:
+            call = calls.get(piece.call_id)
             if call is None:
                 builder.skip("orphan_tool_result")
                 continue
-            builder.add(_result(call, block, record.get("toolUseResult")))
+            builder.add(_result(call, piece, record.get("toolUseResult")))
         return
     text = as_text(content)
     command.clear()
@@ -110,41 +112,37 @@ def _user(
 
 
 def _assistant(builder: SessionBuilder, number: int, content: Any, calls: dict[str, ToolCall]) -> None:
-    if isinstance(content, str):
-        builder.add(Prose(content))
-        return
-    if not isinstance(content, list):
+    if not isinstance(content, str | list):
         builder.problem(number, "assistant content is neither text nor a list of blocks; skipped")
         return
-    for block in content:
-        kind = block.get("type") if isinstance(block, Mapping) else None
-        if kind == "text" and isinstance(block.get("text"), str):
-            builder.add(Prose(block["text"]))
-        elif kind == "thinking" and isinstance(block.get("thinking"), str):
-            builder.add(Reasoning(block["thinking"]))
-        elif kind == "tool_use" and isinstance(block.get("name"), str):
-            arguments = mapping(block.get("input"))
-            name, mapped = claude_code_tool(block["name"], arguments)
-            call = ToolCall(
-                call_id=str(block.get("id")),
-                name=name,
-                arguments=mapped,
-                source_name=block["name"],
-                source_input=dump_input(arguments),
-            )
+    read = {piece.slot: piece for piece in _pieces("assistant", content)}
+    for slot, block in enumerate(content if isinstance(content, list) else [content]):
+        piece = read.get(slot)
+        if piece is not None and piece.kind == "prose":
+            builder.add(Prose(piece.text))
+        elif piece is not None and piece.kind == "reasoning":
+            builder.add(Reasoning(piece.text))
+        elif piece is not None and piece.kind == "call" and piece.name:
+            arguments = dict(piece.arguments or {})
+            name, mapped = claude_code_tool(piece.name, arguments)
+            call = ToolCall(piece.call_id, name, mapped, piece.name, compact_json(arguments))
             calls[call.call_id] = call
             builder.add(call)
         else:
-            builder.skip(f"block:{kind}")
+            builder.skip(f"block:{block.get('type') if isinstance(block, Mapping) else None}")
 
 
-def _result(call: ToolCall, block: Mapping[str, Any], structured: Any) -> ToolResult:
-    text = as_text(block.get("content"))
+def _pieces(role: str, content: Any) -> list[Piece]:
+    """The Messages API blocks of a record's content, read by the Anthropic wire's own reader."""
+    return anthropic.pieces([{"role": role, "content": content}])
+
+
+def _result(call: ToolCall, piece: Piece, structured: Any) -> ToolResult:
     rule = DEFAULT_RULES.get(call.name)
     kind = rule.outcome if rule is not None else "none"
     path = _changed_file(call, structured) if kind == "file_change" else None
-    outcome, is_error = tool_outcome(kind, path, text, block.get("is_error") is True)
-    return ToolResult(call.call_id, text, is_error=is_error, outcome=outcome)
+    outcome, is_error = tool_outcome(kind, path, piece.text, piece.error)
+    return ToolResult(call.call_id, piece.text, is_error=is_error, outcome=outcome)
 
 
 def _changed_file(call: ToolCall, structured: Any) -> str | None:

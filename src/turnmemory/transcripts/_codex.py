@@ -16,7 +16,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from turnmemory.transcripts._build import SessionBuilder, as_text, dump_input, mapping, read_jsonl
+from turnmemory._text import compact_json
+from turnmemory.providers import openai_responses
+from turnmemory.providers._read import Piece
+from turnmemory.transcripts._build import SessionBuilder, mapping, read_jsonl
 from turnmemory.transcripts._model import (
     ImportedSession,
     IterationEnd,
@@ -30,6 +33,16 @@ from turnmemory.transcripts._tools import exit_code_in, mcp_tool, patch_targets,
 __all__ = ["FORMAT", "load_codex"]
 
 FORMAT = "codex"
+
+_RESPONSES_ITEMS = (
+    "message",
+    "reasoning",
+    "function_call",
+    "custom_tool_call",
+    "function_call_output",
+    "custom_tool_call_output",
+)
+"""Items read with the Responses wire's own reader."""
 
 _SHELL_TOOLS = {"exec_command": ("cmd", "command"), "shell_command": ("command",), "shell": ("command",)}
 
@@ -85,55 +98,64 @@ def _item(
     patches: Mapping[str, tuple[bool, list[str]]],
 ) -> None:
     item = payload.get("type")
-    if item == "message":
-        if payload.get("role") == "assistant":
-            builder.add(Prose(as_text(payload.get("content"))))
-        else:
-            builder.skip("injected_context")
-    elif item == "reasoning":
-        summary = as_text(payload.get("summary"))
-        if summary:
-            builder.add(Reasoning(summary))
-    elif item in ("function_call", "custom_tool_call", "local_shell_call", "web_search_call"):
-        started = _call(payload, len(calls))
+    if item == "message" and payload.get("role") != "assistant":
+        builder.skip("injected_context")
+    elif item in ("local_shell_call", "web_search_call"):
+        started = _served_call(payload, _call_id(payload, "", len(calls)))
         calls[started.call_id] = started
         builder.add(started)
         if item == "web_search_call":  # served by the provider: no output item follows
             builder.add(ToolResult(started.call_id, ""))
-    elif item in ("function_call_output", "custom_tool_call_output"):
-        call = calls.get(str(payload.get("call_id")))
-        if call is None:
-            builder.skip("orphan_tool_result")
-            return
-        builder.add(_result(call, payload.get("output"), exit_codes, patches))
+    elif item in _RESPONSES_ITEMS:
+        for piece in openai_responses.pieces([payload]):
+            if piece.kind == "prose":
+                builder.add(Prose(piece.text))
+            elif piece.kind == "reasoning":
+                builder.add(Reasoning(piece.text))
+            elif piece.kind == "call":
+                custom = item == "custom_tool_call"
+                started = _call(piece, _call_id(payload, piece.call_id, len(calls)), custom=custom)
+                calls[started.call_id] = started
+                builder.add(started)
+            elif (call := calls.get(piece.call_id)) is not None:
+                builder.add(_result(call, piece.text, exit_codes, patches))
+            else:
+                builder.skip("orphan_tool_result")
     else:
         builder.skip(f"response_item:{item}")
 
 
-def _call(payload: Mapping[str, Any], index: int) -> ToolCall:
-    item = payload.get("type")
-    call_id = str(payload.get("call_id") or payload.get("id") or f"{item}_{index}")
-    if item == "local_shell_call":
+def _call_id(payload: Mapping[str, Any], call_id: str, index: int) -> str:
+    return call_id or str(payload.get("call_id") or payload.get("id") or f"{payload.get('type')}_{index}")
+
+
+def _call(piece: Piece, call_id: str, *, custom: bool) -> ToolCall:
+    """A ``function_call`` (or a ``custom_tool_call``, whose raw input the reader keeps under
+    ``input``) as the Responses reader read it, mapped onto this project's tools."""
+    source_name = piece.name or "unknown_tool"
+    arguments = piece.arguments or {}
+    if custom:
+        raw = arguments.get("input")
+        text = raw if isinstance(raw, str) else compact_json(raw)
+        name, mapped = patch_tool(text) if source_name == "apply_patch" else (source_name, {})
+        return ToolCall(call_id, name, mapped, source_name, text)
+    text = piece.raw or compact_json(arguments)
+    name, mapped = _function(source_name, arguments)
+    return ToolCall(call_id, name, mapped, source_name, text)
+
+
+def _served_call(payload: Mapping[str, Any], call_id: str) -> ToolCall:
+    """A shell command or a web search that Codex's provider ran itself."""
+    if payload.get("type") == "local_shell_call":
         action = mapping(payload.get("action"))
         command = shell_command(action.get("command"))
         return ToolCall(
-            call_id, "bash", {"command": command} if command else {}, "local_shell", dump_input(action)
+            call_id, "bash", {"command": command} if command else {}, "local_shell", compact_json(action)
         )
-    if item == "web_search_call":
-        action = mapping(payload.get("action"))
-        url = action.get("url")
-        name, arguments = ("web_fetch", {"url": url}) if isinstance(url, str) else ("web_search", {})
-        return ToolCall(call_id, name, arguments, "web_search", dump_input(action))
-    source_name = str(payload.get("name") or "unknown_tool")
-    if item == "custom_tool_call":
-        raw = payload.get("input")
-        text = raw if isinstance(raw, str) else dump_input(raw)
-        name, arguments = patch_tool(text) if source_name == "apply_patch" else (source_name, {})
-        return ToolCall(call_id, name, arguments, source_name, text)
-    raw = payload.get("arguments")
-    text = raw if isinstance(raw, str) else dump_input(raw)
-    name, arguments = _function(source_name, _json_object(text))
-    return ToolCall(call_id, name, arguments, source_name, text)
+    action = mapping(payload.get("action"))
+    url = action.get("url")
+    name, arguments = ("web_fetch", {"url": url}) if isinstance(url, str) else ("web_search", {})
+    return ToolCall(call_id, name, arguments, "web_search", compact_json(action))
 
 
 def _function(name: str, arguments: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
@@ -149,11 +171,10 @@ def _function(name: str, arguments: Mapping[str, Any]) -> tuple[str, dict[str, A
 
 def _result(
     call: ToolCall,
-    output: Any,
+    text: str,
     exit_codes: Mapping[str, int],
     patches: Mapping[str, tuple[bool, list[str]]],
 ) -> ToolResult:
-    text = output if isinstance(output, str) else as_text(output)
     reported_code: int | None = None
     wrapped = _json_object(text) if text.startswith("{") else {}
     metadata = wrapped.get("metadata")

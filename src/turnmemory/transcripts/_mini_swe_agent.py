@@ -17,7 +17,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from turnmemory.transcripts._build import SessionBuilder, as_text, dump_input, mapping, read_json
+from turnmemory._text import compact_json
+from turnmemory.providers._read import as_text
+from turnmemory.transcripts._build import SessionBuilder, mapping, read_json
 from turnmemory.transcripts._model import ImportedSession, IterationEnd, Prose, ToolCall, ToolResult
 from turnmemory.transcripts._tools import exit_code_in
 
@@ -89,7 +91,11 @@ def _assistant(builder: SessionBuilder, index: int, message: Mapping[str, Any], 
             command = match.group(1)
             calls.append(
                 ToolCall(
-                    f"message_{index}", "bash", {"command": command}, "bash", dump_input({"command": command})
+                    f"message_{index}",
+                    "bash",
+                    {"command": command},
+                    "bash",
+                    compact_json({"command": command}),
                 )
             )
     for call in calls:

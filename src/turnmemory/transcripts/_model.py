@@ -17,7 +17,7 @@ from turnmemory.memory import Message
 from turnmemory.segments import TurnRecorder
 
 __all__ = [
-    "Event",
+    "ImportedEvent",
     "ImportedSession",
     "ImportedTurn",
     "IterationEnd",
@@ -85,7 +85,7 @@ class IterationEnd:
     ended: float | None = None
 
 
-Event = Prose | Reasoning | ToolCall | ToolResult | IterationEnd
+ImportedEvent = Prose | Reasoning | ToolCall | ToolResult | IterationEnd
 """Any event of an imported turn."""
 
 
@@ -98,7 +98,7 @@ class ImportedTurn:
     """
 
     user: str
-    events: tuple[Event, ...] = ()
+    events: tuple[ImportedEvent, ...] = ()
     started: float | None = None
 
     @property
@@ -153,7 +153,7 @@ def replay_turn(turn: ImportedTurn, workspace: str | None = None) -> tuple[Messa
     return recorder.finish(), recorder
 
 
-def replay_events(events: Iterable[Event], recorder: TurnRecorder) -> None:
+def replay_events(events: Iterable[ImportedEvent], recorder: TurnRecorder) -> None:
     """Feed ``events`` into ``recorder`` in order (see :func:`replay_turn`)."""
     running: set[str] = set()
     for event in events:

@@ -15,7 +15,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from turnmemory.transcripts._build import SessionBuilder, dump_input, mapping, read_json
+from turnmemory._text import compact_json
+from turnmemory.transcripts._build import SessionBuilder, mapping, read_json
 from turnmemory.transcripts._model import (
     ImportedSession,
     IterationEnd,
@@ -91,7 +92,7 @@ def _part(builder: SessionBuilder, part: Mapping[str, Any]) -> None:
         arguments = mapping(state.get("input"))
         name, mapped = opencode_tool(part["tool"], arguments)
         call = ToolCall(
-            str(part.get("callID") or part.get("id")), name, mapped, part["tool"], dump_input(arguments)
+            str(part.get("callID") or part.get("id")), name, mapped, part["tool"], compact_json(arguments)
         )
         builder.add(call)
         builder.add(_result(call, state))

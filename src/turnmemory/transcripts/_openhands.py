@@ -15,7 +15,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from turnmemory.transcripts._build import SessionBuilder, as_text, dump_input, mapping, read_json
+from turnmemory._text import compact_json
+from turnmemory.providers._read import as_text
+from turnmemory.transcripts._build import SessionBuilder, mapping, read_json
 from turnmemory.transcripts._model import ImportedSession, IterationEnd, Prose, ToolCall, ToolResult
 
 __all__ = ["FORMAT", "load_openhands", "openhands_tool"]
@@ -74,7 +76,7 @@ def _action(builder: SessionBuilder, event: Mapping[str, Any], calls: dict[str, 
         name,
         mapped,
         str(metadata.get("function_name") or action),
-        dump_input(source_input),
+        compact_json(source_input),
     )
     calls[call.call_id] = call
     builder.add(call)

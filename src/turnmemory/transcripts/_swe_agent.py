@@ -20,7 +20,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from turnmemory.transcripts._build import SessionBuilder, as_text, read_json
+from turnmemory.providers._read import as_text
+from turnmemory.transcripts._build import SessionBuilder, read_json
 from turnmemory.transcripts._model import ImportedSession, IterationEnd, Prose, ToolCall, ToolResult
 
 __all__ = ["FORMAT", "load_swe_agent", "swe_agent_tool"]

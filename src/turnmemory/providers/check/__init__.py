@@ -1,5 +1,8 @@
 """Check a request body against its provider's rules: pairing, ordering, roles, ids, blank text.
 
+The rules of each wire live in a module of their own here (``check.anthropic`` ...), beside the checks
+they share (``check._rules``).
+
 Accepts both a ``to_request`` result and the wire body an SDK sends (model, tools and options
 included; Gemini in snake_case or camelCase)::
 
@@ -19,7 +22,8 @@ import sys
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from turnmemory.providers import PROVIDERS, anthropic, bedrock, gemini, openai_chat, openai_responses
+from turnmemory.providers import PROVIDERS
+from turnmemory.providers.check import anthropic, bedrock, gemini, openai_chat, openai_responses
 
 __all__ = ["PROVIDERS", "RequestInvalid", "assert_valid", "check_request", "main"]
 
@@ -81,7 +85,3 @@ def main(argv: list[str] | None = None) -> int:
     for problem in problems:
         print(problem)
     return 1 if problems else 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

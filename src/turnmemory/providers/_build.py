@@ -1,153 +1,41 @@
-"""What the wire formats share: replay steps fit for a request, request assembly, and checking helpers.
+"""Request assembly, and the incremental formatter that renders each historical message once.
 
-Rendering is split in two so that historical messages, which never change, can be rendered once:
-``render(message, message_index, options)`` is a pure function giving that message's provider pieces,
-and the assembly step only concatenates (and, for turn-based formats, merges adjacent same-role turns),
-inserting the pending provider state before the final user message.
+A request is assembled from rendered messages: concatenated for item formats (Chat Completions,
+Responses), merged into alternating turns for turn formats (Anthropic, Gemini, Bedrock), with the
+pending provider state inserted before the final user message. Historical messages never change, so
+the builder state after a conversation's history is kept (:class:`RequestCache`) and the next request
+only renders what was appended: :class:`IncrementalFormatter` is one wire's ``to_request`` over its
+build function, for one conversation.
 """
 
 from __future__ import annotations
 
-import json
-import re
-import string
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, replace
-from functools import lru_cache
-from itertools import count, product
-from typing import Any, TypeVar
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Concatenate, Generic, ParamSpec, Protocol, TypeVar
 
 from turnmemory.memory import Message
-from turnmemory.replay import ArgumentPolicy, HistoricalCall, IdStyle, Step, historical_steps, result_json
+from turnmemory.providers._read import Piece, piece_ids
+from turnmemory.providers._render import Block, Item, Options, is_blank, replay_steps
+from turnmemory.replay import ArgumentPolicy, HistoricalCall, IdStyle
 
 __all__ = [
-    "PLACEHOLDER_DESCRIPTION",
-    "Block",
-    "Exchange",
+    "Assemble",
+    "Build",
     "IncrementalFormatter",
     "ItemBuild",
-    "Options",
     "RequestCache",
+    "Shape",
     "TurnBuild",
     "TurnFormat",
-    "adjacent_pairing",
     "build_request",
-    "compact_json",
-    "duplicates",
-    "is_blank",
-    "is_json_text",
     "item_request",
-    "json_object",
-    "list_at",
-    "missing_names",
-    "replay_steps",
-    "tool_name",
+    "standard_build",
     "turn_request",
 ]
 
-Block = dict[str, Any]
-"""One JSON-ready piece of a request: a content block, part, message or input item."""
 
-PLACEHOLDER_DESCRIPTION = "A tool used in earlier turns that is not available now. Do not call it."
-"""The description of a placeholder definition declared for a replayed tool the caller does not offer."""
-
-_INVALID_NAME_CHARS = re.compile(r"[^A-Za-z0-9_-]")
-_MAX_NAME = 64
-
-
-@dataclass(frozen=True, slots=True)
-class Options:
-    """The replay options of one request, as ``to_request`` takes them."""
-
-    arguments: ArgumentPolicy = "empty"
-    id_style: IdStyle = "historical"
-    single_calls: bool = False
-    """One call per assistant message (Chat Completions only; see ``providers._families``)."""
-    prose_apart: bool = False
-    """The prose before a batch in an assistant message of its own (Chat Completions only)."""
-    alternating: bool = False
-    """Keep user/assistant alternation for templates that demand it (Chat Completions only)."""
-
-
-def is_blank(text: str) -> bool:
-    """Whether ``text`` is empty or whitespace only."""
-    return not text.strip()
-
-
-@lru_cache(maxsize=1024)
-def tool_name(name: str) -> str:
-    """``name`` as every provider accepts it: ``[A-Za-z0-9_-]{1,64}`` (other characters become ``_``)."""
-    return _INVALID_NAME_CHARS.sub("_", name)[:_MAX_NAME] or "_"
-
-
-def compact_json(value: Mapping[str, Any]) -> str:
-    """The compact JSON text of flat placeholder arguments or a result (they repeat, so it is cached)."""
-    try:
-        return _compact_json(tuple(value.items()))
-    except TypeError:  # an unhashable value: not worth caching
-        return result_json(value)
-
-
-@lru_cache(maxsize=4096)
-def _compact_json(items: tuple[tuple[str, Any], ...]) -> str:
-    return result_json(dict(items))
-
-
-def replay_steps(message: Message, message_index: int, options: Options, taken: set[str]) -> list[Step]:
-    """The message's replay steps, ready to render.
-
-    Every step text is either empty or holds non-whitespace: a whitespace-only stretch between two
-    batches is prepended to the next non-blank text (or appended to the previous one at the end of the
-    prose), so no whitespace is lost unless the whole prose is whitespace. Synthetic ids found in
-    ``taken`` (ids of the pending state) are renamed deterministically, and renamed ids join ``taken``.
-    """
-    steps = historical_steps(message, message_index, arguments=options.arguments, id_style=options.id_style)
-    texts = _attach_whitespace([step.text for step in steps])
-    return [
-        Step(
-            text,
-            tuple(_reserve(call, options.id_style, taken) for call in step.calls) if taken else step.calls,
-        )
-        for text, step in zip(texts, steps, strict=True)
-    ]
-
-
-def _attach_whitespace(texts: list[str]) -> list[str]:
-    out: list[str] = []
-    carry = ""
-    for text in texts:
-        if is_blank(text):
-            carry += text
-            out.append("")
-        else:
-            out.append(carry + text)
-            carry = ""
-    if carry:
-        last = max((i for i, text in enumerate(out) if text), default=None)
-        if last is not None:
-            out[last] += carry
-    return out
-
-
-def _reserve(call: HistoricalCall, id_style: IdStyle, taken: set[str]) -> HistoricalCall:
-    if call.id not in taken:
-        return call
-    candidates = _compact_variants(call.id) if id_style == "compact" else (f"{call.id}_{k}" for k in count(1))
-    fresh = next(candidate for candidate in candidates if candidate not in taken)
-    taken.add(fresh)
-    return replace(call, id=fresh)
-
-
-def _compact_variants(call_id: str) -> Iterator[str]:
-    # Synthetic compact ids start with "h"; a variant never does, so it cannot meet another synthetic id.
-    alphabet = string.digits + string.ascii_letters
-    for width in range(1, len(call_id)):
-        for prefix in product(alphabet, repeat=width):
-            if prefix[0] != "h":
-                yield "".join(prefix) + call_id[width:]
-
-
-def _checked_pending(pending: Sequence[Block] | None) -> list[Block]:
+def _checked_pending(pending: Sequence[Item] | None) -> list[Item]:
     """``pending`` as a list, after a clear ``TypeError`` for anything that is not a sequence of objects."""
     if isinstance(pending, str | bytes | Mapping):
         raise TypeError(f"pending: expected a sequence of provider messages, got {type(pending).__name__}")
@@ -182,9 +70,9 @@ class ItemBuild:
 
     __slots__ = ("items", "render", "systems")
 
-    def __init__(self, render: Callable[[Message, int, Options, set[str]], Sequence[Block]]) -> None:
+    def __init__(self, render: Callable[[Message, int, Options, set[str]], Sequence[Item]]) -> None:
         self.render = render
-        self.items: list[Block] = []
+        self.items: list[Item] = []
         self.systems: list[str] = []
 
     def add(self, index: int, message: Message, options: Options, taken: set[str]) -> None:
@@ -193,7 +81,7 @@ class ItemBuild:
             self.systems.append(message.content)
         self.items.extend(self.render(message, index, options, taken))
 
-    def add_pending(self, pending: Sequence[Block]) -> None:
+    def add_pending(self, pending: Sequence[Item]) -> None:
         """Append the pending provider state verbatim."""
         self.items.extend(pending)
 
@@ -201,7 +89,7 @@ class ItemBuild:
         """An empty builder for what follows this one; this one is left as it is."""
         return ItemBuild(self.render)
 
-    def joined(self, tail: ItemBuild) -> tuple[list[str], list[Block]]:
+    def joined(self, tail: ItemBuild) -> tuple[list[str], list[Item]]:
         """System texts and items of this builder followed by ``tail``."""
         return [*self.systems, *tail.systems], [*self.items, *tail.items]
 
@@ -216,7 +104,8 @@ class TurnFormat:
     call: Callable[[HistoricalCall, bool], Block]
     """A call block; the flag is true for the first call of its batch."""
     result: Callable[[HistoricalCall], Block]
-    pending_ids: Callable[[Sequence[Block]], Iterable[str]]
+    pieces: Callable[[Sequence[Item]], list[Piece]]
+    """The wire's reader (the ids of pending calls and results are read with it)."""
     strip_final: bool
     """Whether a request that ends with an assistant turn must not end in whitespace."""
 
@@ -255,8 +144,8 @@ class TurnBuild:
         self.opened = False
         self._roles: list[str] = []
         self._blocks: list[list[Block] | Sequence[Block]] = []
-        self._verbatim: list[Block | None] = []
-        self._built: list[Block] = []
+        self._verbatim: list[Item | None] = []
+        self._built: list[Item] = []
 
     def add(self, index: int, message: Message, options: Options, taken: set[str]) -> None:
         """Add one conversation message."""
@@ -271,7 +160,7 @@ class TurnBuild:
         for role, blocks in rendered:
             self._add(role, blocks)
 
-    def add_pending(self, pending: Sequence[Block]) -> None:
+    def add_pending(self, pending: Sequence[Item]) -> None:
         """Add the pending provider state, each message verbatim unless it merges with a neighbour."""
         for message in pending:
             content = message.get(self.fmt.content_key)
@@ -296,14 +185,14 @@ class TurnBuild:
             twin._verbatim = [self._verbatim[-1]]
         return twin
 
-    def joined(self, tail: TurnBuild, *, strip_final: bool) -> tuple[list[str], list[Block]]:
+    def joined(self, tail: TurnBuild, *, strip_final: bool) -> tuple[list[str], list[Item]]:
         """System texts and wire turns of this builder's closed turns followed by ``tail``.
 
         With ``strip_final``, a final assistant text loses its trailing whitespace.
         """
         return [*self.systems, *tail.systems], [*self._built, *tail._messages(strip_final)]
 
-    def _messages(self, strip_final: bool) -> list[Block]:
+    def _messages(self, strip_final: bool) -> list[Item]:
         self._build_closed()
         last = len(self._roles) - 1
         if last < 0:
@@ -319,7 +208,7 @@ class TurnBuild:
                 }
         return [*self._built, tail]
 
-    def _add(self, role: str, blocks: Sequence[Block], verbatim: Block | None = None) -> None:
+    def _add(self, role: str, blocks: Sequence[Block], verbatim: Item | None = None) -> None:
         if self._roles and self._roles[-1] == role:
             last = self._blocks[-1]
             if self._verbatim[-1] is not None or not isinstance(last, list):
@@ -337,7 +226,7 @@ class TurnBuild:
         for i in range(len(self._built), len(self._roles) - 1):
             self._built.append(self._wire(i))
 
-    def _wire(self, i: int) -> Block:
+    def _wire(self, i: int) -> Item:
         verbatim = self._verbatim[i]
         return (
             verbatim
@@ -351,10 +240,10 @@ B = TypeVar("B", ItemBuild, TurnBuild)
 
 def build_request(
     messages: Sequence[Message],
-    pending: Sequence[Block] | None,
+    pending: Sequence[Item] | None,
     options: Options,
     new: Callable[[], B],
-    pending_ids: Callable[[Sequence[Block]], Iterable[str]],
+    pieces: Callable[[Sequence[Item]], list[Piece]],
     cache: RequestCache | None = None,
 ) -> tuple[B, B]:
     """Feed a whole request into builders: one for the history, one (its ``tail``) for what follows.
@@ -366,7 +255,7 @@ def build_request(
     rendered.
     """
     items = _checked_pending(pending)
-    taken = set(pending_ids(items))
+    taken = set(piece_ids(pieces(items)))
     if messages:
         _message(messages, len(messages) - 1)
     final = _final_user(messages)
@@ -386,27 +275,71 @@ def build_request(
 
 def item_request(
     messages: Sequence[Message],
-    pending: Sequence[Block] | None,
+    pending: Sequence[Item] | None,
     options: Options,
-    render: Callable[[Message, int, Options, set[str]], Sequence[Block]],
-    pending_ids: Callable[[Sequence[Block]], Iterable[str]],
+    render: Callable[[Message, int, Options, set[str]], Sequence[Item]],
+    pieces: Callable[[Sequence[Item]], list[Piece]],
     cache: RequestCache | None = None,
-) -> tuple[list[str], list[Block]]:
+) -> tuple[list[str], list[Item]]:
     """System texts and items of a format without role merging (OpenAI Chat, Responses)."""
-    build, tail = build_request(messages, pending, options, lambda: ItemBuild(render), pending_ids, cache)
+    build, tail = build_request(messages, pending, options, lambda: ItemBuild(render), pieces, cache)
     return build.joined(tail)
 
 
 def turn_request(
     fmt: TurnFormat,
     messages: Sequence[Message],
-    pending: Sequence[Block] | None,
+    pending: Sequence[Item] | None,
     options: Options,
     cache: RequestCache | None = None,
-) -> tuple[list[str], list[Block]]:
+) -> tuple[list[str], list[Item]]:
     """System texts and alternating turns of a turn-based format (Anthropic, Gemini, Bedrock)."""
-    build, tail = build_request(messages, pending, options, lambda: TurnBuild(fmt), fmt.pending_ids, cache)
+    build, tail = build_request(messages, pending, options, lambda: TurnBuild(fmt), fmt.pieces, cache)
     return build.joined(tail, strip_final=fmt.strip_final and not pending)
+
+
+Shape = Callable[[list[str], list[Item]], dict[str, Any]]
+"""How a wire lays out a request: its system texts and its item list as the request's keys."""
+
+
+class StandardBuild(Protocol):
+    """A wire's build function with the standard keywords: its ``to_request`` with a cache."""
+
+    def __call__(
+        self,
+        messages: Sequence[Message],
+        cache: RequestCache | None,
+        /,
+        *,
+        pending: Sequence[Item] | None = None,
+        arguments: ArgumentPolicy = "empty",
+        id_style: IdStyle = "historical",
+    ) -> dict[str, Any]:
+        """The request for ``messages`` (resuming ``cache`` when given)."""
+
+
+Assemble = Callable[
+    [Sequence[Message], Sequence[Item] | None, Options, "RequestCache | None"], tuple[list[str], list[Item]]
+]
+"""How a wire assembles a request: ``(messages, pending, options, cache) -> (system texts, items)``."""
+
+
+def standard_build(assemble: Assemble, shape: Shape) -> StandardBuild:
+    """The build function of a wire with the standard keywords: ``assemble`` (``turn_request`` with its
+    turn format, or ``item_request`` with its renderer), its result laid out by ``shape``."""
+
+    def build(
+        messages: Sequence[Message],
+        cache: RequestCache | None,
+        /,
+        *,
+        pending: Sequence[Item] | None = None,
+        arguments: ArgumentPolicy = "empty",
+        id_style: IdStyle = "historical",
+    ) -> dict[str, Any]:
+        return shape(*assemble(messages, pending, Options(arguments, id_style), cache))
+
+    return build
 
 
 def _may_collide(taken: set[str], options: Options) -> bool:
@@ -449,116 +382,29 @@ class RequestCache:
         self._build = build
 
 
-class IncrementalFormatter:
-    """``to_request`` for one conversation, rendering each historical message once.
+P = ParamSpec("P")
 
-    Historical messages are immutable, so the rendering of the messages a request shares with the previous
-    one (the same ``Message`` objects at the same positions) is reused: building the request for turn N+1
-    costs only what turn N added, and the result equals a cold ``to_request``. The returned request shares
-    its historical blocks with later requests: treat it as read-only (copy a block before changing it).
+Build = Callable[Concatenate[Sequence[Message], "RequestCache | None", P], dict[str, Any]]
+"""A wire's build function: ``build(messages, cache, **keywords)``, its ``to_request`` with a cache."""
+
+
+class IncrementalFormatter(Generic[P]):
+    """A wire's ``to_request`` for one conversation, rendering each historical message once.
+
+    Each provider module's ``Formatter()`` is one of these over its build function. Historical messages
+    are immutable, so the rendering of the messages a request shares with the previous one (the same
+    ``Message`` objects at the same positions) is reused: building the request for turn N+1 costs only
+    what turn N added (and one copy of the returned list), and the result equals a cold ``to_request``.
+    The returned request shares its historical blocks with later requests: treat it as read-only (copy
+    a block before changing it).
     """
 
-    def __init__(self) -> None:
+    __slots__ = ("_build", "_cache")
+
+    def __init__(self, build: Build[P]) -> None:
+        self._build = build
         self._cache = RequestCache()
 
-    def to_request(
-        self,
-        messages: Sequence[Message],
-        *,
-        pending: Sequence[Block] | None = None,
-        arguments: ArgumentPolicy = "empty",
-        id_style: IdStyle = "historical",
-    ) -> dict[str, Any]:
-        """The same request as the module's ``to_request``, built incrementally."""
-        return self.build(messages, pending, Options(arguments, id_style), self._cache)
-
-    @staticmethod
-    def build(
-        messages: Sequence[Message],
-        pending: Sequence[Block] | None,
-        options: Options,
-        cache: RequestCache | None,
-    ) -> dict[str, Any]:
-        """The provider's request builder; each provider's ``Formatter`` sets it."""
-        raise NotImplementedError
-
-
-def list_at(mapping: Mapping[str, Any], key: str) -> list[Any]:
-    """``mapping[key]`` when it is a list, else an empty list (request bodies may hold anything)."""
-    value = mapping.get(key)
-    return value if isinstance(value, list) else []
-
-
-def missing_names(replayed: Iterable[str], offered: Iterable[str]) -> list[str]:
-    """The replayed names not in ``offered``, in order, once each."""
-    have = set(offered)
-    out: list[str] = []
-    for name in replayed:
-        if name not in have:
-            have.add(name)
-            out.append(name)
-    return out
-
-
-def duplicates(ids: Iterable[tuple[str, str]], what: str) -> list[str]:
-    """Problems for every id seen before, given ``(where, id)`` pairs in request order."""
-    first: dict[str, str] = {}
-    out: list[str] = []
-    for where, value in ids:
-        if value in first:
-            out.append(f"{where}: {what} id {value!r} already used at {first[value]}")
-        else:
-            first[value] = where
-    return out
-
-
-@dataclass(frozen=True, slots=True)
-class Exchange:
-    """The calls and results found in one message, as ``(where, id)`` pairs."""
-
-    calls: tuple[tuple[str, str], ...] = ()
-    results: tuple[tuple[str, str], ...] = ()
-
-
-def adjacent_pairing(exchanges: Sequence[Exchange], *, call: str, result: str) -> list[str]:
-    """Problems with calls that must be answered, each exactly once, in the very next message."""
-    out: list[str] = []
-    open_calls: dict[str, str] = {}
-    for exchange in exchanges:
-        answered: set[str] = set()
-        for where, result_id in exchange.results:
-            if result_id in answered:
-                out.append(f"{where}: second {result} for {result_id!r}")
-            elif result_id not in open_calls:
-                out.append(
-                    f"{where}: {result} for {result_id!r} does not answer a {call} in the previous message"
-                )
-            else:
-                answered.add(result_id)
-        out.extend(
-            f"{where}: {call} {call_id!r} has no {result} in the next message"
-            for call_id, where in open_calls.items()
-            if call_id not in answered
-        )
-        open_calls = {call_id: where for where, call_id in exchange.calls}
-    out.extend(
-        f"{where}: {call} {call_id!r} has no {result}: no message follows"
-        for call_id, where in open_calls.items()
-    )
-    return out
-
-
-def json_object(value: object) -> bool:
-    """Whether ``value`` is a JSON object (a mapping with string keys)."""
-    return isinstance(value, Mapping) and all(isinstance(key, str) for key in value)
-
-
-def is_json_text(value: object) -> bool:
-    """Whether ``value`` is a string holding JSON."""
-    if not isinstance(value, str):
-        return False
-    try:
-        json.loads(value)
-    except ValueError:
-        return False
-    return True
+    def to_request(self, messages: Sequence[Message], /, *args: P.args, **kwargs: P.kwargs) -> dict[str, Any]:
+        """The same request as the module's ``to_request`` (with the same keywords), built incrementally."""
+        return self._build(messages, self._cache, *args, **kwargs)

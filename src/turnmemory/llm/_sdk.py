@@ -1,0 +1,127 @@
+"""What the turn loop needs from one provider besides its wire format: the SDK half.
+
+A provider's wire format (rendering history, writing results, reading native items) is its module in
+:mod:`turnmemory.providers`; its SDK half, one class per provider in this package, opens the official
+SDK client, streams a request into events and one :class:`Completion`, and classifies the SDK's errors.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from turnmemory.llm._retry import RequestFailure
+from turnmemory.llm._tools import ToolSpec
+from turnmemory.llm.events import Event, Reason, Usage
+from turnmemory.providers import Wire
+from turnmemory.providers._render import Item
+from turnmemory.providers._tools import Call
+from turnmemory.replay import ArgumentPolicy, IdStyle
+
+__all__ = [
+    "DEFAULT_CONNECT_TIMEOUT",
+    "DEFAULT_TIMEOUT",
+    "Completion",
+    "Endpoint",
+    "Sdk",
+    "Settings",
+    "StreamInterrupted",
+    "sdk_options",
+]
+
+DEFAULT_TIMEOUT = 300.0
+"""Seconds without a byte of a response before a request fails (long reasoning can be silent for minutes)."""
+DEFAULT_CONNECT_TIMEOUT = 10.0
+"""Seconds to wait for a connection."""
+
+
+class StreamInterrupted(ConnectionError):
+    """The response stream ended before the provider said it was complete."""
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """Request settings every provider reads.
+
+    A provider ignores what it has no counterpart for (``reasoning_effort`` outside OpenAI,
+    ``thinking`` on OpenAI, ``session_id`` outside OpenAI); Anthropic rejects ``temperature``.
+    """
+
+    model: str
+    max_tokens: int | None = None
+    temperature: float | None = None
+    thinking: int | None = None
+    reasoning_effort: str | None = None
+    session_id: str | None = None
+    arguments: ArgumentPolicy = "empty"
+    id_style: IdStyle | None = None
+    """``None``: the Chat Completions wire chooses by the model's family, the others ``"historical"``."""
+    single_calls: bool | None = None
+    """Chat Completions: one call per assistant message (``None``: as the model's family needs)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Endpoint:
+    """How an SDK reaches its provider: SDK client options, or a ready SDK ``client``."""
+
+    base_url: str | None = None
+    api_key: str | None = None
+    client: Any = None
+    timeout: float = DEFAULT_TIMEOUT
+    """Seconds to wait for the next bytes of a response (an SDK's read timeout)."""
+    connect_timeout: float = DEFAULT_CONNECT_TIMEOUT
+    """Seconds to wait for a connection."""
+    region: str | None = None
+
+
+def sdk_options(endpoint: Endpoint) -> dict[str, Any]:
+    """Constructor options shared by the Anthropic and OpenAI SDK clients: retries off, timeouts set."""
+    import httpx2
+
+    return {
+        "api_key": endpoint.api_key,
+        "base_url": endpoint.base_url,
+        "max_retries": 0,
+        "timeout": httpx2.Timeout(endpoint.timeout, connect=endpoint.connect_timeout),
+    }
+
+
+@dataclass(frozen=True, slots=True)
+class Completion:
+    """One complete response: the native items to append, its tool calls, text, usage and stop."""
+
+    items: tuple[Item, ...]
+    calls: tuple[Call, ...]
+    text: str
+    usage: Usage
+    stop: Reason = "stop"
+
+
+class Sdk(Protocol):
+    """One provider's SDK half. Implementations never mutate their arguments."""
+
+    wire: Wire
+    """The provider's module in :mod:`turnmemory.providers`."""
+
+    settings: Settings
+
+    def options(self) -> dict[str, Any]:
+        """The formatter keywords for these settings (Chat Completions adds the model's family form)."""
+        return {"arguments": self.settings.arguments, "id_style": self.settings.id_style or "historical"}
+
+    def injected(self, pending: list[Item]) -> list[Item]:
+        """The pending items of an earlier turn as this provider sends them again."""
+        return pending
+
+    def stream(
+        self, request: Mapping[str, Any], tools: Sequence[ToolSpec], turn_start: int
+    ) -> Generator[Event | Completion, None, None]:
+        """Send ``request``; yield text and reasoning events as they stream, then one ``Completion``.
+
+        ``turn_start`` is the index in ``request[wire.ITEMS]`` where this turn's own items begin.
+        Raises the SDK's error (or :class:`StreamInterrupted`) when the request fails.
+        """
+
+    def failure(self, error: Exception) -> RequestFailure | None:
+        """Classify an error raised by :meth:`stream`; ``None`` when it is not a provider failure."""

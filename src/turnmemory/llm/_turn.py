@@ -1,0 +1,262 @@
+"""One assistant turn, readable in one place: a loop of steps, each one request and the tools it calls.
+
+A turn is ``run`` → ``step`` until a step says how the turn ended. A step builds the request (the
+formatted history, the pending state of an earlier incomplete turn before the new user message, and
+everything this turn produced so far, in the provider's own format), ``fit``\\ s it into the context
+window (the in-turn reducer), ``query``\\ s the provider (retrying what can succeed when sent again, so
+completed tools never run twice) and ``execute``\\ s the calls of the response. The :class:`Turn` owns
+the partial turn while it runs: :meth:`Turn.partial` is what an incomplete turn leaves behind, and the
+client that ran it keeps that as its pending state.
+"""
+
+from __future__ import annotations
+
+import copy
+import time
+from collections.abc import Callable, Generator, Mapping, Sequence
+from contextlib import closing
+from dataclasses import dataclass
+from functools import partial
+from typing import Any
+
+from turnmemory._text import one_line
+from turnmemory.llm._reduce import Reducer
+from turnmemory.llm._retry import RequestFailure, RetryPolicy, connection_failure, malformed_failure
+from turnmemory.llm._sdk import Completion, Sdk, StreamInterrupted
+from turnmemory.llm._tokens import Accounting
+from turnmemory.llm._tools import ToolSpec, call_problem, placeholder_tool
+from turnmemory.llm.events import Event, Reason
+from turnmemory.providers._render import Item
+from turnmemory.providers._tools import Call, ToolResult
+
+__all__ = ["Execute", "Outcome", "Turn"]
+
+Execute = Callable[[str, str, dict[str, Any]], ToolResult]
+"""Runs one tool call: ``execute(call_id, name, arguments) -> ToolResult``."""
+
+_UNRUN = ToolResult(error="not run: the turn was interrupted")
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """Why a turn ended, and the provider's message when a request failed."""
+
+    reason: Reason
+    error: str | None = None
+
+    @property
+    def done(self) -> bool:
+        """Whether the model finished (it answered, or ran out of output tokens)."""
+        return self.reason in ("stop", "max_tokens")
+
+
+class Turn:
+    """One running turn: its requests, and the partial turn they build.
+
+    ``pending`` holds the native items of earlier incomplete turns (injected before the new user
+    message); ``items`` this turn's own responses and results.
+    """
+
+    def __init__(
+        self,
+        sdk: Sdk,
+        request: Callable[[list[Item]], dict[str, Any]],
+        pending: list[Item],
+        tools: Mapping[str, ToolSpec],
+        execute: Execute | None,
+        *,
+        accounting: Accounting,
+        retry: RetryPolicy,
+        max_tool_turns: int,
+        deadline: float | None,
+    ) -> None:
+        self._sdk = sdk
+        self._format = request
+        self._tools = tools
+        self._execute = execute
+        self._accounting = accounting
+        self._retry = retry
+        self._max_tool_turns = max_tool_turns
+        self._deadline = deadline
+        self._ends_at = None if deadline is None else time.monotonic() + deadline
+        self._reducer = Reducer(sdk.wire, accounting)
+        self.pending = pending
+        self.items: list[Item] = []
+        self._answering: tuple[Sequence[Call], list[ToolResult]] = ((), [])
+        self._tool_turns = 0
+        self._history = request(copy.deepcopy(pending))
+        self._replayed = dict.fromkeys(sdk.wire.replayed_tool_names(self._history))
+        """The tool names the history (pending state included) replays: read once a turn."""
+
+    def partial(self) -> list[Item]:
+        """The partial turn so far: the earlier pending items and this turn's, every call answered (calls
+        of an interrupted response that never ran get an error result)."""
+        calls, results = self._answering
+        unanswered = [*results, *[_UNRUN] * (len(calls) - len(results))]
+        answers = self._sdk.wire.tool_results(calls, unanswered) if calls else []
+        return [*self.pending, *self.items, *answers]
+
+    def run(self) -> Generator[Event, None, Outcome]:
+        """Every step of the turn, until one says how it ended."""
+        while True:
+            outcome = yield from self.step()
+            if outcome is not None:
+                return outcome
+
+    def step(self) -> Generator[Event, None, Outcome | None]:
+        """One iteration: fit the request into the window, send it, run the calls of the response."""
+        request, tools = self.request()
+        fitted = yield from self.fit(request, tools)
+        if isinstance(fitted, Outcome):
+            return fitted
+        request, size = fitted
+        reply = yield from self.query(request, tools)
+        if isinstance(reply, RequestFailure):
+            return Outcome(_reason(reply), reply.message)
+        yield Event("usage", usage=reply.usage)
+        key = self._sdk.wire.ITEMS
+        measured = partial(self._reducer.measure, request, key, tools)
+        self._accounting.observe(size if size is not None else measured, reply.usage.input_tokens)
+        if not reply.calls and not reply.text:
+            return Outcome("empty_response", "the model returned an empty response")
+        if not reply.calls:
+            return Outcome(reply.stop)
+        yield from self.execute(reply)
+        self._tool_turns += 1
+        return Outcome("tool_limit") if self._tool_turns >= self._max_tool_turns else None
+
+    def request(self) -> tuple[dict[str, Any], list[ToolSpec]]:
+        """The next request, and the tools it declares (placeholders for replayed tools not offered)."""
+        key = self._sdk.wire.ITEMS
+        replayed = {**self._replayed, **dict.fromkeys(self._sdk.wire.replayed_tool_names({key: self.items}))}
+        specs = [
+            *self._tools.values(),
+            *(placeholder_tool(name) for name in replayed if name not in self._tools),
+        ]
+        return {**self._history, key: [*self._history[key], *self.items]}, specs
+
+    def fit(
+        self, request: dict[str, Any], tools: Sequence[ToolSpec]
+    ) -> Generator[Event, None, tuple[dict[str, Any], int | None] | Outcome]:
+        """``request`` made to fit the window, and its raw size when it was measured; the overflow when
+        nothing is left to clear. A request that fits at one token per byte goes out unmeasured."""
+        reducer, key = self._reducer, self._sdk.wire.ITEMS
+        bound = reducer.bound(request, tools)
+        if bound is not None and reducer.fits(bound):
+            return request, None
+        size = reducer.measure(request, key, tools)
+        if reducer.fits(size):
+            return request, size
+        reduction = reducer.reduce(size, self.pending, self.items)
+        if reduction.results or reduction.arguments:
+            self.pending, self.items = (
+                reduction.items[: len(self.pending)],
+                reduction.items[len(self.pending) :],
+            )
+            if reduction.pending:
+                self._history = self._format(copy.deepcopy(self.pending))
+            request, _ = self.request()
+            size = reducer.measure(request, key, tools)
+            yield Event("reduced", text=reduction.summary(), tokens=reduction.freed)
+        if not reducer.fits(size):
+            return Outcome("context_overflow", reducer.overflow_message(size))
+        return request, size
+
+    def query(
+        self, request: dict[str, Any], tools: Sequence[ToolSpec]
+    ) -> Generator[Event, None, Completion | RequestFailure]:
+        """One request, retried as the policy allows: its ``Completion`` or its final ``RequestFailure``.
+
+        Past the deadline no request starts, no retry waits and a stream is abandoned at its next
+        event: the failure is then ``expired``.
+        """
+        turn_start = len(self._history[self._sdk.wire.ITEMS])
+        attempt = 1
+        while True:
+            if self._expired():
+                return self._expiry()
+            try:
+                completion = yield from self._stream(request, tools, turn_start)
+                if completion is None:
+                    return self._expiry()
+                return completion
+            except Exception as error:
+                failure = self._classify(error)
+                if not failure.retryable or attempt >= self._retry.attempts:
+                    return failure
+                delay = self._retry.delay(attempt, failure.retry_after)
+                if self._ends_at is not None and time.monotonic() + delay >= self._ends_at:
+                    return RequestFailure(
+                        f"{failure.message} (no time left to retry: {self._expiry().message})", expired=True
+                    )
+                attempt += 1
+                yield Event("retry", error=failure.message, attempt=attempt, delay=delay)
+                self._retry.sleep(delay)
+
+    def execute(self, reply: Completion) -> Generator[Event, None, None]:
+        """Run the calls of ``reply``, in order, and add the response and their results to the turn."""
+        self.items.extend(reply.items)
+        results: list[ToolResult] = []
+        self._answering = (reply.calls, results)
+        for call in reply.calls:
+            arguments = copy.deepcopy(call.arguments) if call.arguments is not None else {}
+            yield Event("tool_start", call_id=call.id, name=call.name, arguments=arguments)
+            result = self._run(call)
+            results.append(result)
+            yield Event("tool_end", call_id=call.id, name=call.name, output=result.output, error=result.error)
+        self.items.extend(self._sdk.wire.tool_results(reply.calls, results))
+        self._answering = ((), [])
+
+    def _stream(
+        self, request: dict[str, Any], tools: Sequence[ToolSpec], turn_start: int
+    ) -> Generator[Event, None, Completion | None]:
+        """Stream one attempt; its ``Completion``, or ``None`` when the deadline passed meanwhile."""
+        completion: Completion | None = None
+        with closing(self._sdk.stream(request, tools, turn_start)) as stream:
+            for item in stream:
+                if self._expired():
+                    return None
+                if isinstance(item, Completion):
+                    completion = item
+                else:
+                    yield item
+        if completion is None:
+            raise StreamInterrupted("the response stream ended early")
+        return completion
+
+    def _run(self, call: Call) -> ToolResult:
+        """Run ``call`` if it names an offered tool with valid arguments; an error result otherwise."""
+        problem = call_problem(call, self._tools)
+        if problem is not None:
+            return ToolResult(error=problem)
+        assert self._execute is not None and call.arguments is not None
+        try:
+            result = self._execute(call.id, call.name, copy.deepcopy(call.arguments))
+        except Exception as error:
+            return ToolResult(error=f"{call.name} failed: {one_line(str(error)) or type(error).__name__}")
+        if not isinstance(result, ToolResult):
+            return ToolResult(
+                error=f"{call.name} failed: the tool returned {type(result).__name__}, not a ToolResult"
+            )
+        return result
+
+    def _expired(self) -> bool:
+        return self._ends_at is not None and time.monotonic() >= self._ends_at
+
+    def _expiry(self) -> RequestFailure:
+        return RequestFailure(f"the turn took longer than its deadline of {self._deadline:g} s", expired=True)
+
+    def _classify(self, error: Exception) -> RequestFailure:
+        """Any error of a request, as a ``RequestFailure``: whatever the SDK raises ends the turn cleanly."""
+        failure = self._sdk.failure(error)
+        if failure is not None:
+            return failure
+        if isinstance(error, ConnectionError | TimeoutError):
+            return connection_failure(error)
+        return malformed_failure(error)
+
+
+def _reason(failure: RequestFailure) -> Reason:
+    if failure.overflow:
+        return "context_overflow"
+    return "deadline" if failure.expired else "api_error"

@@ -1,0 +1,120 @@
+"""The rules of an Anthropic Messages request: roles, pairing, ids, names, blank text, declared tools."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from turnmemory.providers._render import is_blank, missing_names
+from turnmemory.providers.anthropic import blocks, replayed_tool_names
+from turnmemory.providers.check._rules import ToolIds, adjacent_pairing, duplicates, json_object, turn_ids
+
+__all__ = ["problems"]
+
+_ID = re.compile(r"[a-zA-Z0-9_-]+")
+_NAME = re.compile(r"[a-zA-Z0-9_-]{1,64}")
+
+
+def problems(body: Mapping[str, Any], *, require_tools: bool | None = None) -> list[str]:
+    """The rule violations in a Messages request body (empty when valid).
+
+    ``require_tools`` (default: when the body has ``model`` or ``tools``, as a wire body does) also
+    demands a ``tools`` list that declares every replayed tool name.
+    """
+    out: list[str] = []
+    out.extend(_system_problems(body.get("system")))
+    messages = body.get("messages")
+    if not isinstance(messages, list) or not messages:
+        return [*out, "messages: expected a non-empty list"]
+    exchanges = turn_ids(messages, _message_problems, out, alternate=False)
+    ids = [call for exchange in exchanges for call in exchange.calls]
+    out.extend(adjacent_pairing(exchanges, call="tool_use", result="tool_result"))
+    out.extend(duplicates(ids, "tool_use"))
+    out.extend(_final_problems(messages))
+    if require_tools if require_tools is not None else ("model" in body or "tools" in body):
+        out.extend(_tools_problems(body, bool(ids)))
+    return out
+
+
+def _system_problems(system: object) -> list[str]:
+    if system is None or isinstance(system, str):
+        return []
+    if not isinstance(system, list):
+        return ["system: expected a string or a list of text blocks"]
+    return [
+        f"system[{j}]: text block is empty or whitespace only"
+        for j, block in enumerate(system)
+        if isinstance(block, Mapping) and isinstance(block.get("text"), str) and is_blank(block["text"])
+    ]
+
+
+def _message_problems(where: str, role: object, message: Mapping[str, Any], out: list[str]) -> ToolIds:
+    content = message.get("content")
+    if isinstance(content, str):
+        if is_blank(content):
+            out.append(f"{where}.content: text is empty or whitespace only")
+        return ToolIds()
+    if not isinstance(content, list) or not content:
+        out.append(f"{where}.content: expected a non-empty string or list of blocks")
+        return ToolIds()
+    calls: list[tuple[str, str]] = []
+    results: list[tuple[str, str]] = []
+    leading = True
+    for j, block in enumerate(content):
+        at = f"{where}.content[{j}]"
+        if not isinstance(block, Mapping):
+            out.append(f"{at}: expected an object")
+            continue
+        kind = block.get("type")
+        if kind == "text":
+            if not isinstance(block.get("text"), str) or is_blank(block["text"]):
+                out.append(f"{at}: text block is empty or whitespace only")
+        elif kind == "tool_use":
+            call_id, name = block.get("id"), block.get("name")
+            if role != "assistant":
+                out.append(f"{at}: tool_use outside an assistant message")
+            if not isinstance(call_id, str) or not _ID.fullmatch(call_id):
+                out.append(f"{at}: tool_use id {call_id!r} does not match ^[a-zA-Z0-9_-]+$")
+            if not isinstance(name, str) or not _NAME.fullmatch(name):
+                out.append(f"{at}: tool_use name {name!r} does not match ^[a-zA-Z0-9_-]{{1,64}}$")
+            if not json_object(block.get("input")):
+                out.append(f"{at}: tool_use input must be an object")
+            calls.append((at, str(call_id)))
+        elif kind == "tool_result":
+            if role != "user":
+                out.append(f"{at}: tool_result outside a user message")
+            if not leading:
+                out.append(f"{at}: tool_result after other content; results must open the message")
+            if "is_error" in block and not isinstance(block["is_error"], bool):
+                out.append(f"{at}: is_error must be a boolean")
+            if "content" in block and not isinstance(block["content"], str | list):
+                out.append(f"{at}: tool_result content must be a string or a list of blocks")
+            results.append((at, str(block.get("tool_use_id"))))
+        leading = leading and kind == "tool_result"
+    return ToolIds(tuple(calls), tuple(results))
+
+
+def _final_problems(messages: list[Any]) -> list[str]:
+    last = messages[-1]
+    if not isinstance(last, Mapping) or last.get("role") != "assistant":
+        return []
+    content = blocks(last)
+    tail = content[-1] if content else None
+    text = tail.get("text") if isinstance(tail, Mapping) and tail.get("type") == "text" else None
+    if isinstance(text, str) and text != text.rstrip():
+        return [f"messages[{len(messages) - 1}]: final assistant content ends with whitespace"]
+    return []
+
+
+def _tools_problems(body: Mapping[str, Any], has_calls: bool) -> list[str]:
+    tools = body.get("tools")
+    if not has_calls:
+        return []
+    if not isinstance(tools, list) or not tools:
+        return ["tools: missing, but the request holds tool_use blocks"]
+    declared = [tool.get("name") for tool in tools if isinstance(tool, Mapping)]
+    return [
+        f"tools: {name!r} is replayed but not declared"
+        for name in missing_names(replayed_tool_names(body), (n for n in declared if isinstance(n, str)))
+    ]

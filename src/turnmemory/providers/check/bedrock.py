@@ -1,0 +1,125 @@
+"""The rules of a Converse request: alternation, pairing, ids, blank text, the tool configuration."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from turnmemory.providers._render import is_blank, missing_names
+from turnmemory.providers.bedrock import replayed_tool_names
+from turnmemory.providers.check._rules import ToolIds, adjacent_pairing, duplicates, json_object, turn_ids
+
+__all__ = ["problems"]
+
+_ID = re.compile(r"[a-zA-Z0-9_.:-]{1,64}")
+_NAME = re.compile(r"[a-zA-Z0-9_-]{1,64}")
+
+
+def problems(body: Mapping[str, Any], *, require_tools: bool | None = None) -> list[str]:
+    """The rule violations in a Converse request body (empty when valid).
+
+    ``require_tools`` (default: when the body has ``modelId`` or ``toolConfig``, as the full Converse
+    parameters do) demands a non-empty ``toolConfig.tools`` declaring every replayed name whenever
+    tool blocks are present.
+    """
+    out: list[str] = []
+    system = body.get("system")
+    if system is not None and not isinstance(system, list):
+        out.append("system: expected a list of blocks")
+    for j, block in enumerate(system if isinstance(system, list) else ()):
+        if isinstance(block, Mapping) and "text" in block and not _non_blank(block["text"]):
+            out.append(f"system[{j}]: the text field is blank")
+    messages = body.get("messages")
+    if not isinstance(messages, list) or not messages:
+        return [*out, "messages: expected a non-empty list"]
+    exchanges = turn_ids(messages, _message_problems, out, alternate=True)
+    ids = [call for exchange in exchanges for call in exchange.calls]
+    out.extend(adjacent_pairing(exchanges, call="toolUse", result="toolResult"))
+    out.extend(duplicates(ids, "toolUse"))
+    if require_tools if require_tools is not None else ("modelId" in body or "toolConfig" in body):
+        has_blocks = any(exchange.calls or exchange.results for exchange in exchanges)
+        out.extend(_tool_config_problems(body, has_blocks))
+    return out
+
+
+def _non_blank(text: object) -> bool:
+    return isinstance(text, str) and not is_blank(text)
+
+
+def _message_problems(where: str, role: object, message: Mapping[str, Any], out: list[str]) -> ToolIds:
+    content = message.get("content")
+    if not isinstance(content, list) or not content:
+        out.append(f"{where}.content: expected a non-empty list of blocks")
+        return ToolIds()
+    calls: list[tuple[str, str]] = []
+    results: list[tuple[str, str]] = []
+    for j, block in enumerate(content):
+        at = f"{where}.content[{j}]"
+        if not isinstance(block, Mapping) or len(block) != 1:
+            out.append(f"{at}: a content block must have exactly one member")
+            continue
+        if "text" in block and not _non_blank(block["text"]):
+            out.append(f"{at}: the text field is blank")
+        if "toolUse" in block:
+            use = block["toolUse"]
+            if role != "assistant":
+                out.append(f"{at}: toolUse outside an assistant message")
+            if not isinstance(use, Mapping):
+                out.append(f"{at}: toolUse must be an object")
+                continue
+            call_id, name = use.get("toolUseId"), use.get("name")
+            if not isinstance(call_id, str) or not _ID.fullmatch(call_id):
+                out.append(f"{at}: toolUseId {call_id!r} does not match [a-zA-Z0-9_.:-]{{1,64}}")
+            if not isinstance(name, str) or not _NAME.fullmatch(name):
+                out.append(f"{at}: toolUse name {name!r} does not match [a-zA-Z0-9_-]{{1,64}}")
+            if not json_object(use.get("input")):
+                out.append(f"{at}: toolUse input must be an object")
+            calls.append((at, str(call_id)))
+        if "toolResult" in block:
+            result = block["toolResult"]
+            if role != "user":
+                out.append(f"{at}: toolResult outside a user message")
+            if not isinstance(result, Mapping):
+                out.append(f"{at}: toolResult must be an object")
+                continue
+            out.extend(_result_problems(at, result))
+            results.append((at, str(result.get("toolUseId"))))
+    return ToolIds(tuple(calls), tuple(results))
+
+
+def _result_problems(at: str, result: Mapping[str, Any]) -> list[str]:
+    out: list[str] = []
+    status, content = result.get("status"), result.get("content")
+    if status not in (None, "success", "error"):
+        out.append(f"{at}: toolResult status must be 'success' or 'error', got {status!r}")
+    if not isinstance(content, list):
+        return [*out, f"{at}: toolResult content must be a list"]
+    if status == "error" and not content:
+        out.append(f"{at}: toolResult content cannot be empty when status is error")
+    for k, item in enumerate(content):
+        if isinstance(item, Mapping) and "json" in item and not json_object(item["json"]):
+            out.append(f"{at}.content[{k}]: json must be an object")
+        if isinstance(item, Mapping) and "text" in item and not isinstance(item["text"], str):
+            out.append(f"{at}.content[{k}]: text must be a string")
+    return out
+
+
+def _tool_config_problems(body: Mapping[str, Any], has_blocks: bool) -> list[str]:
+    if not has_blocks:
+        return []
+    config = body.get("toolConfig")
+    tools = config.get("tools") if isinstance(config, Mapping) else None
+    if not isinstance(tools, list) or not tools:
+        return [
+            "toolConfig: must be defined, with at least one tool, when toolUse or toolResult blocks are present"
+        ]
+    declared = (
+        tool["toolSpec"].get("name")
+        for tool in tools
+        if isinstance(tool, Mapping) and isinstance(tool.get("toolSpec"), Mapping)
+    )
+    return [
+        f"toolConfig: {name!r} is replayed but not declared"
+        for name in missing_names(replayed_tool_names(body), (n for n in declared if isinstance(n, str)))
+    ]
