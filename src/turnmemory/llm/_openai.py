@@ -9,7 +9,7 @@ from turnmemory.llm._sdk import Endpoint, sdk_options
 from turnmemory.llm._tools import ToolSpec
 from turnmemory.providers._render import Item
 
-__all__ = ["function_tool", "openai_client", "openai_failure"]
+__all__ = ["function_tool", "openai_client", "openai_count", "openai_failure"]
 
 
 def openai_client(endpoint: Endpoint) -> Any:
@@ -37,6 +37,13 @@ def openai_failure(error: Exception) -> RequestFailure | None:
         message, _ = error_fields(error.body)
         return http_failure(None, message, kind=error.code or error.type)
     return None
+
+
+def openai_count(details: Any, name: str) -> int:
+    """A token count of a usage details object (``cached_tokens``, ``cache_write_tokens``): 0 when the
+    server leaves it out, or sends something that is not a count."""
+    value = getattr(details, name, None)
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
 
 
 def function_tool(spec: ToolSpec, *, nested: bool) -> Item:

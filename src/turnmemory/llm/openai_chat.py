@@ -11,7 +11,7 @@ import json
 from collections.abc import Generator, Mapping, Sequence
 from typing import Any
 
-from turnmemory.llm._openai import function_tool, openai_client, openai_failure
+from turnmemory.llm._openai import function_tool, openai_client, openai_count, openai_failure
 from turnmemory.llm._retry import MalformedError, RequestFailure
 from turnmemory.llm._sdk import Completion, Endpoint, Sdk, Settings, StreamInterrupted
 from turnmemory.llm._tools import ToolSpec
@@ -148,9 +148,9 @@ def _is_json(text: str) -> bool:
 
 def _usage(usage: Any) -> Usage:
     details = getattr(usage, "prompt_tokens_details", None)
-    cached = getattr(details, "cached_tokens", None) or 0
     return Usage(
         input_tokens=usage.prompt_tokens or 0,
         output_tokens=usage.completion_tokens or 0,
-        cached_tokens=cached,
+        cached_tokens=openai_count(details, "cached_tokens"),
+        cache_write_tokens=openai_count(details, "cache_write_tokens"),
     )

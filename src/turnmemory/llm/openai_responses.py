@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Generator, Mapping, Sequence
 from typing import Any
 
-from turnmemory.llm._openai import function_tool, openai_client, openai_failure
+from turnmemory.llm._openai import function_tool, openai_client, openai_count, openai_failure
 from turnmemory.llm._retry import RequestFailure, http_failure
 from turnmemory.llm._sdk import Completion, Endpoint, Sdk, Settings, StreamInterrupted
 from turnmemory.llm._tools import ToolSpec
@@ -136,7 +136,9 @@ def _usage(usage: Any) -> Usage:
     if usage is None:
         return Usage()
     details = getattr(usage, "input_tokens_details", None)
-    cached = getattr(details, "cached_tokens", None) or 0
     return Usage(
-        input_tokens=usage.input_tokens or 0, output_tokens=usage.output_tokens or 0, cached_tokens=cached
+        input_tokens=usage.input_tokens or 0,
+        output_tokens=usage.output_tokens or 0,
+        cached_tokens=openai_count(details, "cached_tokens"),
+        cache_write_tokens=openai_count(details, "cache_write_tokens"),
     )
