@@ -7,6 +7,7 @@ a healthy session), however many parallel calls an iteration adds (the cache loo
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterator
 from typing import Any
 
@@ -76,7 +77,7 @@ def test_reads_grow_by_the_previous_requests_writes_within_a_turn(
     usages = run(client, history, "Look everything up.")
     assert len(usages) == len(widths) + 1
     assert usages[0].cached_tokens > 0  # the system prompt and the earlier prompt, written by the first turn
-    for before, after in zip(usages, usages[1:], strict=False):
+    for before, after in itertools.pairwise(usages):
         assert after.cached_tokens == before.cached_tokens + before.cache_write_tokens
         assert after.input_tokens == after.cached_tokens + after.cache_write_tokens + after.uncached_tokens
 

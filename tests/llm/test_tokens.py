@@ -194,7 +194,9 @@ def test_reduction_keeps_ids_pairing_names_and_status(
     ]
     for old, new in zip(before, after, strict=True):
         if new.kind == "result" and new.text != old.text:
-            assert CLEARED in new.text and ("run the tool again" in new.text.lower() or "less of it" in new.text)
+            assert CLEARED in new.text and (
+                "run the tool again" in new.text.lower() or "less of it" in new.text
+            )
     request = {**base, key: [*base[key], *reduction.items]}
     assert check_request(provider, request) == []
     if reduction.fits:

@@ -20,10 +20,11 @@
     single_calls = true                  # force one call per assistant message (default: by model family)
     id_style = "compact"                 # force 9-character call ids ("historical": the spec's ids)
 
-    [providers.anthropic.prices]         # USD per million tokens: the REPL shows each turn's cost
+    [providers.anthropic.prices]         # USD per million tokens: each turn's and the session's cost
     input = 3.0
     output = 15.0
-    cached_input = 0.3
+    cached_input = 0.3                   # cache reads (default: the input price)
+    cache_write = 3.75                   # cache writes (default: the input price)
 
     [providers.bedrock]
     model = "us.anthropic.claude-sonnet-4-5-20250929-v1:0"
@@ -113,7 +114,7 @@ _TOP_KEYS = frozenset(
     }
 )
 _PROVIDER_KEYS = frozenset({"model", "base_url", "api_key", "region", "prices"})
-_PRICE_KEYS = frozenset({"input", "output", "cached_input"})
+_PRICE_KEYS = frozenset({"input", "output", "cached_input", "cache_write"})
 _CHAT_KEYS = frozenset({"single_calls", "id_style"})
 """Keys only ``[providers.openai_chat]`` takes: they force the history's form (see ``openai_chat.family``)."""
 _ID_STYLES: tuple[IdStyle, ...] = ("historical", "compact")
@@ -159,7 +160,8 @@ class AgentConfig:
     compaction: CompactionMode = "summary"
     """What happens to the oldest turns when the history nears the window."""
     prices: Mapping[str, float] | None = None
-    """USD per million tokens (``input``, ``output``, ``cached_input``) for the REPL's cost line."""
+    """USD per million tokens (``input``, ``output``, ``cached_input``, ``cache_write``) for the cost
+    of each turn and of the session (the REPL's usage line, ``run --format json``)."""
 
     table: Mapping[str, Any] = field(default_factory=dict, repr=False, compare=False)
     """The parsed config file (for switching provider later)."""

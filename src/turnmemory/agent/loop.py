@@ -28,6 +28,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Literal, Protocol
 
 from turnmemory.agent._spill import SpillArea
+from turnmemory.agent._usage import RequestUsage, UsageLedger, usage_dict
 from turnmemory.agent.compaction import TARGET, TRIGGER, Compaction, cut_point, marker, summary_request
 from turnmemory.agent.config import AgentConfig, ConfigError
 from turnmemory.agent.permissions import Access, Asker, Permissions
@@ -64,6 +65,8 @@ class TurnOutcome:
     error: str | None = None
     reason: str | None = None
     usage: Usage = field(default_factory=Usage)
+    requests: tuple[RequestUsage, ...] = ()
+    """Each request's usage, with the cause of its cache miss."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,14 +124,6 @@ def _specs(tools: ToolRegistry) -> list[ToolSpec]:
     ]
 
 
-def _add_usage(total: Usage, more: Usage) -> Usage:
-    return Usage(
-        input_tokens=total.input_tokens + more.input_tokens,
-        output_tokens=total.output_tokens + more.output_tokens,
-        cached_tokens=total.cached_tokens + more.cached_tokens,
-    )
-
-
 class Agent:
     """One session of the coding agent.
 
@@ -173,6 +168,10 @@ class Agent:
         self.messages: list[Message] = []
         self._recorder = TurnRecorder(self.workspace)
         self._waited: dict[str, float] = {}  # seconds each call of the turn spent waiting for a person
+        self.usage = UsageLedger()
+        """Every request of this session in this process: reads, writes, uncached input, misses."""
+        self._sent: tuple[str, str, str] | None = None  # provider, model and tool list of the last turn
+        self._compacted = False  # since the last turn
         if session_id is None:
             self.session_id = store.create(self.workspace, provider=config.provider, model=config.model)
         else:
@@ -208,6 +207,7 @@ class Agent:
         the next one starts from its compact record.
         """
         self.compact(prompt)
+        self._start_usage()
         history = self.request_history()
         self.store.add_user_message(self.session_id, prompt)
         recorder = self._recorder = TurnRecorder(self.workspace)
@@ -231,7 +231,8 @@ class Agent:
                         elapsed = max(0.0, elapsed - self._waited.pop(event.call_id, 0.0))
                         durations[event.call_id] = elapsed
                     elif event.kind == "usage" and event.usage is not None:
-                        usage = _add_usage(usage, event.usage)
+                        usage = usage + event.usage
+                        self.usage.add(event.usage, time.monotonic())
                     elif event.terminal:
                         status, error, reason = _TERMINAL_STATUS[event.kind], event.error, event.reason
                     self.view.event(event, elapsed)
@@ -246,6 +247,18 @@ class Agent:
         if reason == "context_overflow":
             self._drop_pending("the context window overflowed")
         return outcome
+
+    def _start_usage(self) -> None:
+        """Tell the usage ledger what changed since the last turn (the causes of a cache miss)."""
+        sent = (self.config.provider, self.config.model, _json([s.schema() for s in _specs(self.tools)]))
+        last, self._sent = self._sent, sent
+        self.usage.turn_started(
+            time.monotonic(),
+            model_switch=last is not None and last[:2] != sent[:2],
+            tools_changed=last is not None and last[2] != sent[2],
+            compacted=self._compacted,
+        )
+        self._compacted = False
 
     def compact(self, prompt: str = "", *, force: bool = False) -> Compaction | None:
         """Compact the oldest turns when the next request (for ``prompt``) nears the context window;
@@ -289,6 +302,7 @@ class Agent:
         compaction = replace(compaction, freed=max(before - after, 0))
         self.store.add_compaction(self.session_id, compaction.to_dict())
         self.messages = messages
+        self._compacted = True
         self.client.rebase_pending(history)  # the interrupted turns it carries are still the latest
         done = "summarized" if kind == "summary" else "dropped"
         plural = "s" if turns != 1 else ""
@@ -339,17 +353,20 @@ class Agent:
             status=status,
             error=error,
             reason=reason,
-            usage={
-                "input_tokens": usage.input_tokens,
-                "output_tokens": usage.output_tokens,
-                "cached_tokens": usage.cached_tokens,
-            },
+            usage=usage_dict(usage),
             transcript=transcript_items(recorder.segments, durations=durations, workspace=self.workspace),
         )
         self.messages.append(Message(role="user", content=prompt))
         if message.content or message.turn_memory is not None:
             self.messages.append(message)
-        return TurnOutcome(status=status, message=message, error=error, reason=reason, usage=usage)
+        return TurnOutcome(
+            status=status,
+            message=message,
+            error=error,
+            reason=reason,
+            usage=usage,
+            requests=tuple(self.usage.turn),
+        )
 
     def _execute(self, call_id: str, name: str, arguments: dict[str, Any]) -> ToolResult:
         return self._run_call(self.tools, call_id, name, arguments, self._recorder)
@@ -434,6 +451,7 @@ class Agent:
         )
         self.store.release(previous)
         self.messages = []
+        self.usage = UsageLedger()
         self.permissions.reset_session()
         self.client = self._client_factory(self.config, self.session_id)
 
@@ -483,6 +501,7 @@ class Agent:
         if loaded.info.workspace != self.workspace:
             self.view.notice(f"session {loaded.info.id[:8]} was started in {loaded.info.workspace}")
         self.messages = list(loaded.messages)
+        self.usage = UsageLedger(earlier=loaded.usage)
 
     # -- inspection --------------------------------------------------------------------------------
 

@@ -238,7 +238,7 @@ def shared_breakpoint(
     return None
 
 
-def mark_cache(messages: Sequence[Mapping[str, Any]], points: Sequence[int]) -> list[Item]:
+def mark_cache(messages: Sequence[Item], points: Sequence[int]) -> list[Item]:
     """``messages`` with an ephemeral ``cache_control`` breakpoint on the blocks at ``points`` (block
     positions); a thinking block takes none. Messages are copied where marked, never changed."""
     positions = block_positions(messages)
@@ -247,7 +247,7 @@ def mark_cache(messages: Sequence[Mapping[str, Any]], points: Sequence[int]) -> 
         if 0 <= point < len(positions):
             i, j = positions[point]
             marked.setdefault(i, set()).add(j)
-    out = list(messages)
+    out = [dict(message) if i in marked else message for i, message in enumerate(messages)]
     for i, slots in marked.items():
         content = [
             {**block, "cache_control": {"type": "ephemeral"}}

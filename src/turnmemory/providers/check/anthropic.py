@@ -54,7 +54,9 @@ def lookback_problems(body: Mapping[str, Any], previous: Mapping[str, Any]) -> l
     :data:`LOOKBACK` blocks after it, or nothing ``previous`` wrote is read."""
     old, new = _messages(previous), _messages(body)
     marks = _marked_positions(new)
-    shared = shared_breakpoint([unmarked(m) for m in new], [unmarked(m) for m in old], _marked_positions(old))
+    shared = shared_breakpoint(
+        [unmarked(dict(m)) for m in new], [unmarked(dict(m)) for m in old], _marked_positions(old)
+    )
     if shared is None or not marks or any(shared <= point <= shared + LOOKBACK for point in marks):
         return []
     i, j = block_positions(old)[shared]
