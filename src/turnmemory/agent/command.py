@@ -62,6 +62,21 @@ _Deadline = Annotated[
     typer.Option("--deadline", help="Seconds a turn may take, tools included (default: none)."),
 ]
 
+_Boundary = Annotated[
+    str | None,
+    typer.Option(
+        "--boundary",
+        help="When a finished turn gives way to its TurnMemory: every_turn (default) or when_it_pays.",
+    ),
+]
+_ToolHistory = Annotated[
+    str | None,
+    typer.Option(
+        "--tool-history",
+        help="memory (default) or full: earlier turns' raw trace, kept in this process only.",
+    ),
+]
+
 
 def _fail(message: str) -> typer.Exit:
     print(f"turnmemory: {message}", file=sys.stderr)
@@ -99,6 +114,8 @@ def run(
     sandbox: _Sandbox = None,
     timeout: _Timeout = None,
     deadline: _Deadline = None,
+    boundary: _Boundary = None,
+    tool_history: _ToolHistory = None,
     config: _Config = None,
     workspace: _Workspace = None,
 ) -> None:
@@ -126,6 +143,8 @@ def run(
             sandbox=sandbox,
             timeout=timeout,
             deadline=deadline,
+            boundary=boundary,
+            tool_history=tool_history,
         )
         request = RunRequest(
             prompt=text,
@@ -159,6 +178,8 @@ def chat(
     sandbox: _Sandbox = None,
     timeout: _Timeout = None,
     deadline: _Deadline = None,
+    boundary: _Boundary = None,
+    tool_history: _ToolHistory = None,
     config: _Config = None,
     workspace: _Workspace = None,
 ) -> None:
@@ -180,6 +201,8 @@ def chat(
             sandbox=sandbox,
             timeout=timeout,
             deadline=deadline,
+            boundary=boundary,
+            tool_history=tool_history,
         )
         status = run_chat(
             settings,

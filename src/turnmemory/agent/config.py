@@ -12,6 +12,9 @@
     context_reserve = 8192               # tokens a request leaves for the output
     clear_at_least = 40000               # fewest tokens the in-turn reducer clears at a time
     compaction = "summary"               # or "drop", or "off": what happens to the oldest turns
+    boundary = "every_turn"              # or "when_it_pays": when a finished turn gives way to its
+                                         # TurnMemory (--boundary; see turnmemory.boundary)
+    tool_history = "memory"              # or "full": earlier turns' raw trace, this process only
 
     [providers.openai_chat]              # per-provider settings
     model = "gpt-4.1"
@@ -55,11 +58,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any
+from typing import Any, Literal
 
 from turnmemory.agent.compaction import COMPACTION_MODES, CompactionMode
 from turnmemory.agent.permissions import Rule, parse_rules
 from turnmemory.agent.sandbox import SANDBOX_MODES, SandboxMode
+from turnmemory.boundary import DEFAULT_POLICY, BoundaryPolicy
 from turnmemory.llm import ContextLimits
 from turnmemory.replay import IdStyle
 
@@ -67,13 +71,18 @@ __all__ = [
     "CONFIG_ENV",
     "DEFAULT_MODELS",
     "KEY_VARIABLES",
+    "TOOL_HISTORIES",
     "AgentConfig",
     "ConfigError",
+    "ToolHistory",
     "default_config_path",
     "load_config",
 ]
 
 CONFIG_ENV = "TURNMEMORY_CONFIG"
+ToolHistory = Literal["memory", "full"]
+"""What earlier turns carry: their TurnMemory records, or the raw trace of this process's turns."""
+TOOL_HISTORIES: tuple[ToolHistory, ...] = ("memory", "full")
 PROVIDER_NAMES = ("anthropic", "openai_chat", "openai_responses", "gemini", "bedrock")
 DEFAULT_PROVIDER = "anthropic"
 DEFAULT_MODELS: Mapping[str, str] = MappingProxyType(
@@ -109,6 +118,8 @@ _TOP_KEYS = frozenset(
         "mcp",
         "sandbox",
         "compaction",
+        "boundary",
+        "tool_history",
         *_SECONDS_KEYS,
         *_TOKEN_KEYS,
     }
@@ -159,12 +170,21 @@ class AgentConfig:
     """Fewest tokens the in-turn reducer clears at a time (``None``: a fifth of the window)."""
     compaction: CompactionMode = "summary"
     """What happens to the oldest turns when the history nears the window."""
+    boundary: BoundaryPolicy = DEFAULT_POLICY
+    """When a finished turn is replaced by its TurnMemory (``every_turn``, the spec, or ``when_it_pays``)."""
+    tool_history: ToolHistory = "memory"
+    """``full``: earlier turns travel as their raw trace, kept in this process only, never stored."""
     prices: Mapping[str, float] | None = None
     """USD per million tokens (``input``, ``output``, ``cached_input``, ``cache_write``) for the cost
     of each turn and of the session (the REPL's usage line, ``run --format json``)."""
 
     table: Mapping[str, Any] = field(default_factory=dict, repr=False, compare=False)
     """The parsed config file (for switching provider later)."""
+
+    @property
+    def client_boundary(self) -> BoundaryPolicy:
+        """The client's boundary policy: ``never`` under ``tool_history = "full"``, else ``boundary``."""
+        return "never" if self.tool_history == "full" else self.boundary
 
     def switched(self, provider: str | None = None, model: str | None = None) -> AgentConfig:
         """These settings for another provider and/or model (the REPL's ``/model``).
@@ -206,6 +226,8 @@ def load_config(
     sandbox: str | None = None,
     timeout: float | None = None,
     deadline: float | None = None,
+    boundary: str | None = None,
+    tool_history: str | None = None,
 ) -> AgentConfig:
     """Resolve the settings from flags (the arguments), ``env``, the config file and defaults."""
     env = os.environ if env is None else env
@@ -233,7 +255,18 @@ def load_config(
         timeout=timeout,
         connect_timeout=connect_timeout,
         deadline=deadline,
+        boundary=_choice(table, str(path), "boundary", boundary, ("every_turn", "when_it_pays")),
+        tool_history=_choice(table, str(path), "tool_history", tool_history, TOOL_HISTORIES),
     )
+
+
+def _choice(table: Mapping[str, Any], where: str, key: str, flag: str | None, choices: Sequence[Any]) -> Any:
+    """The flag, else the config file's key, else the first of ``choices``; anything else is an error."""
+    value = flag if flag is not None else table.get(key, choices[0])
+    if value not in choices:
+        source = f"--{key.replace('_', '-')}" if flag is not None else f"{where}: {key}"
+        raise ConfigError(f"{source} must be one of {', '.join(choices)}, got {value!r}")
+    return value
 
 
 def resolve(

@@ -30,7 +30,7 @@ from typing import Any, Literal, Protocol
 from turnmemory.agent._spill import SpillArea
 from turnmemory.agent._usage import RequestUsage, UsageLedger, usage_dict
 from turnmemory.agent.compaction import TARGET, TRIGGER, Compaction, cut_point, marker, summary_request
-from turnmemory.agent.config import AgentConfig, ConfigError
+from turnmemory.agent.config import AgentConfig, ConfigError, ToolHistory
 from turnmemory.agent.permissions import Access, Asker, Permissions
 from turnmemory.agent.prompt import SUBAGENT_PROMPT, system_prompt
 from turnmemory.agent.sandbox import open_sandbox
@@ -100,6 +100,7 @@ def open_agent_client(config: AgentConfig, session_id: str | None) -> Client:
         context_window=config.context_window,
         context_reserve=config.context_reserve,
         clear_at_least=config.clear_at_least,
+        boundary=config.client_boundary,
     )
 
 
@@ -486,6 +487,13 @@ class Agent:
         self.store.append(
             self.session_id, "model_switch", {"provider": config.provider, "model": config.model}
         )
+
+    def set_tool_history(self, mode: ToolHistory) -> None:
+        """``full``: the turns that finish from now on keep travelling as their raw trace (in this
+        process's memory only, never stored); ``memory``: earlier turns travel as their TurnMemory
+        records again from the next turn on."""
+        self.config = replace(self.config, tool_history=mode)
+        self.client.boundary = self.config.client_boundary
 
     def _drop_pending(self, reason: str) -> None:
         message = self.client.drop_pending(TurnRecorder(self.workspace))

@@ -38,7 +38,7 @@ from turnmemory.agent._attach import attach_mentions
 from turnmemory.agent._display import one_line, stored_label, timestamp, tool_label, tool_outcome
 from turnmemory.agent._runtime import open_agent
 from turnmemory.agent._usage import cost
-from turnmemory.agent.config import AgentConfig, ConfigError
+from turnmemory.agent.config import TOOL_HISTORIES, AgentConfig, ConfigError
 from turnmemory.agent.loop import Agent, TurnOutcome
 from turnmemory.agent.permissions import Access, Answer, Rule, session_scope
 from turnmemory.agent.sessions import LoadedSession, SessionStoreError, data_dir
@@ -58,6 +58,7 @@ COMMANDS: Mapping[str, str] = {
     "/thinking": "the model's reasoning of the last turn, whole",
     "/diff": "the last diff, whole",
     "/compact": "summarize every turn but the latest (with compaction = drop: drop them)",
+    "/tool-history": "earlier turns as raw trace or as TurnMemory: full|memory",
     "/exit": "leave (also Ctrl-D)",
 }
 """The slash commands and what they do."""
@@ -471,6 +472,8 @@ class Repl:
                 self._context()
             elif name == "/compact":
                 self.agent.compact(force=True)
+            elif name == "/tool-history":
+                self._tool_history(argument)
             elif name == "/thinking":
                 shown = self.view.last_reasoning.strip()
                 self.console.print(
@@ -581,6 +584,19 @@ class Repl:
                 f"[dim]the last request carried {self.view.last_input_tokens:,} input tokens "
                 f"({self.view.last_input_tokens / limits.window:.1%} of the window), as the provider reported[/]"
             )
+
+    def _tool_history(self, argument: str) -> None:
+        if argument not in TOOL_HISTORIES:
+            current = self.agent.config.tool_history
+            self.console.print(f"[dim]tool history: {current} (/tool-history full|memory)[/]")
+            return
+        self.agent.set_tool_history(argument)
+        self.console.print(
+            "[dim]tool history: full - the turns that finish from now on keep their raw trace, "
+            "in this process only (never stored)[/]"
+            if argument == "full"
+            else "[dim]tool history: memory - earlier turns travel as their TurnMemory[/]"
+        )
 
     def _session_usage(self) -> None:
         """The session's input so far: read from the cache, written to it, uncached; misses; cost."""
