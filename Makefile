@@ -24,6 +24,7 @@ demo: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/pip install --quiet -r benchmarks/requirements.txt
 	$(BIN)/python benchmarks/perf.py
+	$(BIN)/python benchmarks/formatter.py
 	$(BIN)/python benchmarks/langchain_compare.py
 	$(BIN)/python benchmarks/frameworks.py
 	$(BIN)/python benchmarks/context_size.py
