@@ -19,7 +19,7 @@ $(STAMP): $(BIN)/python pyproject.toml
 
 demo: $(STAMP)
 	@echo "==> the demo: one turn's TurnMemory, then each history strategy on real sessions"
-	$(BIN)/python -m turnmemory.demo
+	$(BIN)/python scripts/demo.py
 
 bench: $(STAMP)
 	$(BIN)/pip install --quiet -r benchmarks/requirements.txt
@@ -31,14 +31,14 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/startup.py
 
 lint: $(STAMP)
-	$(BIN)/ruff check src tests benchmarks
-	$(BIN)/ruff format --check src tests benchmarks
+	$(BIN)/ruff check src tests benchmarks scripts
+	$(BIN)/ruff format --check src tests benchmarks scripts
 
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
 test: $(STAMP)
-	$(BIN)/ruff check src tests benchmarks
+	$(BIN)/ruff check src tests benchmarks scripts
 	$(BIN)/mypy
 	$(BIN)/python -m pytest -n 2
 

@@ -14,10 +14,17 @@ from turnmemory.analysis import (
     request_cost,
     requests,
     shared_prefix,
-    total_cost,
 )
 from turnmemory.analysis._cost import PRICING, Bill, Cache, CacheModel
 from turnmemory.transcripts import ImportedTurn, IterationEnd, Prose
+
+
+def total_cost(requests: list[list[Block]]) -> float:
+    """The input cost of a session's requests, in order, in the idealised cache."""
+    cache = Cache()
+    for blocks in requests:
+        cache.send(blocks)
+    return cache.bill.cost
 
 
 def b(text: str, size: int) -> Block:

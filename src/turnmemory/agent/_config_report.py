@@ -13,9 +13,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from turnmemory.agent.config import CONFIG_ENV, DEFAULT_MODELS, KEY_VARIABLES, AgentConfig
+from turnmemory.agent.config import CONFIG_ENV, DEFAULT_MODELS, KEY_VARIABLES, STORE_ENV, AgentConfig
 from turnmemory.agent.sandbox import sandbox_unavailable
-from turnmemory.agent.sessions import DATA_DIR_ENV, data_dir
+from turnmemory.agent.store import DATA_DIR_ENV, data_dir, printable_url
 from turnmemory.llm import ContextLimits
 
 __all__ = [
@@ -219,6 +219,12 @@ def describe_config(
     store = data_dir()
     settings.append(
         Setting(
+            "session database",
+            printable_url(config.store),
+            STORE_ENV if env.get(STORE_ENV) else f"{file}: [store] url",
+        )
+        if config.store
+        else Setting(
             "session database",
             str(store / "sessions.sqlite3"),
             DATA_DIR_ENV if env.get(DATA_DIR_ENV) else "the user data directory",

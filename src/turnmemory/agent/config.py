@@ -44,7 +44,11 @@
     mode = "workspace-write"             # or "read-only", "off"
     readable = ["~/.pyenv"]              # more paths bash may read inside the sandbox
 
-Environment: ``TURNMEMORY_PROVIDER``, ``TURNMEMORY_MODEL``, ``TURNMEMORY_BASE_URL``, ``TURNMEMORY_SANDBOX``; keys from
+    [store]                              # where sessions live (default: SQLite in the data directory)
+    url = "postgresql://agent@db.internal/turnmemory"   # or "sqlite:///path/sessions.sqlite3"
+
+Environment: ``TURNMEMORY_PROVIDER``, ``TURNMEMORY_MODEL``, ``TURNMEMORY_BASE_URL``, ``TURNMEMORY_SANDBOX``,
+``TURNMEMORY_STORE`` (the sessions store's URL); keys from
 ``ANTHROPIC_API_KEY``, ``OPENAI_API_KEY``, ``GEMINI_API_KEY`` or ``GOOGLE_API_KEY``; Bedrock uses the
 AWS credential chain and ``AWS_REGION`` / ``AWS_DEFAULT_REGION``. Every problem is a
 :class:`ConfigError` with a one-line message that names the missing or bad setting.
@@ -71,18 +75,22 @@ __all__ = [
     "CONFIG_ENV",
     "DEFAULT_MODELS",
     "KEY_VARIABLES",
+    "STORE_ENV",
     "TOOL_HISTORIES",
     "AgentConfig",
     "ConfigError",
     "ToolHistory",
     "default_config_path",
     "load_config",
+    "store_url",
 ]
 
 CONFIG_ENV = "TURNMEMORY_CONFIG"
 ToolHistory = Literal["memory", "full"]
 """What earlier turns carry: their TurnMemory records, or the raw trace of this process's turns."""
 TOOL_HISTORIES: tuple[ToolHistory, ...] = ("memory", "full")
+STORE_ENV = "TURNMEMORY_STORE"
+"""Environment variable naming the sessions store (a URL; see :func:`turnmemory.agent.store.open_store`)."""
 PROVIDER_NAMES = ("anthropic", "openai_chat", "openai_responses", "gemini", "bedrock")
 DEFAULT_PROVIDER = "anthropic"
 DEFAULT_MODELS: Mapping[str, str] = MappingProxyType(
@@ -117,6 +125,7 @@ _TOP_KEYS = frozenset(
         "permissions",
         "mcp",
         "sandbox",
+        "store",
         "compaction",
         "boundary",
         "tool_history",
@@ -177,6 +186,8 @@ class AgentConfig:
     prices: Mapping[str, float] | None = None
     """USD per million tokens (``input``, ``output``, ``cached_input``, ``cache_write``) for the cost
     of each turn and of the session (the REPL's usage line, ``run --format json``)."""
+    store: str | None = field(default=None, repr=False)
+    """The sessions store's URL (``None``: SQLite in the user data directory); it may hold a password."""
 
     table: Mapping[str, Any] = field(default_factory=dict, repr=False, compare=False)
     """The parsed config file (for switching provider later)."""
@@ -205,6 +216,7 @@ class AgentConfig:
             timeout=self.timeout,
             connect_timeout=self.connect_timeout,
             deadline=self.deadline,
+            store=self.store,
         )
 
 
@@ -250,6 +262,7 @@ def load_config(
     timeout, connect_timeout, deadline = _seconds(table, str(path), flags)
     return replace(
         config,
+        store=env.get(STORE_ENV) or _store(table, str(path)),
         sandbox=mode,
         sandbox_readable=readable,
         timeout=timeout,
@@ -267,6 +280,27 @@ def _choice(table: Mapping[str, Any], where: str, key: str, flag: str | None, ch
         source = f"--{key.replace('_', '-')}" if flag is not None else f"{where}: {key}"
         raise ConfigError(f"{source} must be one of {', '.join(choices)}, got {value!r}")
     return value
+
+
+def store_url(config_path: str | Path | None = None, env: Mapping[str, str] | None = None) -> str | None:
+    """The sessions store's URL: ``$TURNMEMORY_STORE``, else the config file's ``[store] url``, else
+    ``None`` (SQLite in the user data directory). Reads nothing else of the file."""
+    env = os.environ if env is None else env
+    if env.get(STORE_ENV):
+        return env[STORE_ENV]
+    explicit = config_path or env.get(CONFIG_ENV) or None
+    path = Path(explicit).expanduser() if explicit else default_config_path()
+    return _store(_read_table(path), str(path)) if path.is_file() else None
+
+
+def _store(table: Mapping[str, Any], where: str) -> str | None:
+    section = table.get("store", {})
+    if not isinstance(section, Mapping):
+        raise ConfigError(f"{where}: [store] must be a table")
+    unknown = set(section) - {"url"}
+    if unknown:
+        raise ConfigError(f"{where}: unknown key {sorted(unknown)[0]!r} in [store]")
+    return _string(section, "url", f"{where} [store]")
 
 
 def resolve(

@@ -26,7 +26,6 @@ from turnmemory.analysis._cost import (
     Pricing,
     request_cost,
     shared_prefix,
-    total_cost,
 )
 from turnmemory.analysis._measure import Block, Meter, Tokenizer, Unit, open_meter
 from turnmemory.analysis._report import (
@@ -76,5 +75,4 @@ __all__ = [
     "shared_prefix",
     "summary_line",
     "tool_share_removed",
-    "total_cost",
 ]

@@ -23,7 +23,7 @@ caches any size, at Anthropic's 5-minute prices.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -42,7 +42,6 @@ __all__ = [
     "PricingName",
     "request_cost",
     "shared_prefix",
-    "total_cost",
 ]
 
 CACHE_READ = 0.1
@@ -219,11 +218,3 @@ def request_cost(previous: Sequence[Block], current: Sequence[Block]) -> float:
     cache = Cache()
     cache.send(previous)
     return cache.send(current)
-
-
-def total_cost(requests: Iterable[Sequence[Block]]) -> float:
-    """The input cost of a session's requests, in order, in the idealised cache."""
-    cache = Cache()
-    for blocks in requests:
-        cache.send(blocks)
-    return cache.bill.cost

@@ -17,9 +17,9 @@ import turnmemory as tm
 
 __all__ = ["example_turn", "main", "sources"]
 
-_REPO = Path(__file__).resolve().parents[2]
+_REPO = Path(__file__).resolve().parents[1]
 _PLOT = Path("demo-output") / "context.png"
-_WORKSPACE = "/home/dev/keen"
+_WORKSPACE = "/srv/project"
 
 
 def example_turn() -> tm.Message:
