@@ -166,12 +166,17 @@ class AnthropicSdk(Sdk):
         final_user = sum(len(anthropic.blocks(message)) for message in messages[:turn_start]) - 1
         previous, points = self._previous
         prefix_end = final_user - self._pending_blocks - 1
-        shared = anthropic.shared_breakpoint(messages, previous, points)
-        if shared is None:  # a new client (a resumed session): where the last turn's first request ended
-            shared = _last_prompt(messages, positions[: max(prefix_end, 0)])
+        # Where an earlier request wrote: the previous request's deepest shared breakpoint, or the last
+        # prompt before the compacted prefix's end (the end of the previous turn's first request, which
+        # a new client, as in a resumed session, knows too), whichever is deeper.
+        anchors = [
+            anthropic.shared_breakpoint(messages, previous, points),
+            _last_prompt(messages, positions[: max(prefix_end, 0)]),
+        ]
         chosen = {prefix_end, len(positions) - 1}
-        if shared is not None:
-            chosen.add(shared)
+        found = [anchor for anchor in anchors if anchor is not None]
+        if found:
+            chosen.add(max(found))
         breakpoints = sorted(point for point in chosen if point >= 0)
         self._previous = (messages, breakpoints)
         return breakpoints
