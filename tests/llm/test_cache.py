@@ -170,3 +170,42 @@ def test_check_request_applies_the_look_back_against_the_previous_request(append
         _marked([*texts, *(f"n{n}" for n in range(appended))], {3, 3 + appended}),
         previous=previous,
     )
+
+
+def _breakpoints(body: Any) -> list[str]:
+    found = []
+    for i, item in enumerate(body.get("messages") or body.get("input") or ()):
+        for field in ("content", "output"):
+            parts = item.get(field)
+            for part in parts if isinstance(parts, list) else ():
+                if isinstance(part, dict) and "prompt_cache_breakpoint" in part:
+                    found.append(f"{i}:{item.get('role') or item.get('type')}")
+    return found
+
+
+@pytest.mark.parametrize("provider", ["openai_chat", "openai_responses"])
+@pytest.mark.parametrize(
+    ("model", "marked"),
+    [("gpt-5.6", True), ("gpt-5.6-mini", True), ("gpt-6", True), ("gpt-5", False), ("gpt-4.1", False)],
+)
+def test_openai_models_that_take_it_get_a_breakpoint_at_the_end_of_the_compacted_prefix(
+    cached: FakeProviderServer, provider: str, model: str, marked: bool
+) -> None:
+    client = open_client(
+        provider,
+        model=model,
+        base_url=cached.base_url(provider),
+        api_key="k",
+        retry=RetryPolicy(attempts=1),
+        session_id="s1",
+    )
+    history = [SYSTEM, tm.Message("user", "Earlier"), tm.Message("assistant", "Earlier answer.")]
+    cached.push(Reply(text="Looking.", tool_calls=[ToolCall("lookup", {"q": "x"})]), Reply(text="Done."))
+    events = list(client.run_turn(history, "Now", tools=[LOOKUP], execute=answer))
+    assert events[-1].kind == "done"
+    for request in cached.requests[-2:]:
+        assert request.body["prompt_cache_key"] == "s1"
+        # The last item of the prefix that takes one: the earlier prompt (the assistant's answer cannot;
+        # Responses sends the system prompt as instructions, so the prompt is its first item).
+        prompt = "1:user" if provider == "openai_chat" else "0:user"
+        assert _breakpoints(request.body) == ([prompt] if marked else [])
