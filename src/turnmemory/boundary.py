@@ -23,10 +23,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-__all__ = ["DEFAULT_POLICY", "Boundary", "BoundaryPolicy", "should_compact"]
+__all__ = ["BOUNDARY_POLICIES", "DEFAULT_POLICY", "Boundary", "BoundaryPolicy", "should_compact"]
 
-BoundaryPolicy = Literal["every_turn", "when_it_pays"]
-"""``every_turn``: compact at every turn boundary (the spec); ``when_it_pays``: defer until it pays."""
+BoundaryPolicy = Literal["every_turn", "when_it_pays", "never"]
+"""``every_turn``: compact at every turn boundary (the spec); ``when_it_pays``: defer until it pays;
+``never``: keep the raw trace of every turn (the full trace, while it fits)."""
+
+BOUNDARY_POLICIES: tuple[BoundaryPolicy, ...] = ("every_turn", "when_it_pays", "never")
 
 DEFAULT_POLICY: BoundaryPolicy = "every_turn"
 """The spec's behaviour."""
@@ -68,8 +71,8 @@ def should_compact(boundary: Boundary, policy: BoundaryPolicy = DEFAULT_POLICY) 
     ones from the cache (or written them again, when the cache is cold); every later one reads the
     compacted turns instead of the raw ones. A tie keeps the raw turns (nothing to gain).
     """
-    if policy == "every_turn":
-        return True
+    if policy != "when_it_pays":
+        return policy == "every_turn"
     b = boundary
     later = max(b.requests_ahead, 1.0) - 1.0
     keep = (b.write if b.cold else b.read) * b.raw + later * b.read * b.raw

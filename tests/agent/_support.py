@@ -64,6 +64,7 @@ def fast_client(config: AgentConfig, session_id: str | None) -> Client:
         region=config.region,
         session_id=session_id,
         retry=RetryPolicy(attempts=1),
+        boundary=config.client_boundary,
     )
 
 

@@ -29,6 +29,7 @@ from turnmemory.agent.prompt import system_prompt
 from turnmemory.agent.store import SqliteStore
 from turnmemory.providers.check import check_request
 from turnmemory.testing import Failure, FakeProviderServer, Reply, ToolCall
+from turnmemory.testing import Usage as WireUsage
 
 
 def _session_of(stderr: str) -> str:
@@ -57,14 +58,28 @@ def test_a_three_turn_session_through_the_command_line(
 
     third = cli("run", *common, "--session", session[:8], "--format", "json", "summarize")
     result = json.loads(third.stdout)
+    usage = {
+        "input_tokens": 10,
+        "output_tokens": 5,
+        "cached_tokens": 0,
+        "cache_write_tokens": 0,
+        "uncached_tokens": 10,
+    }
+    requests = len(server.requests)  # every request of the session's three turns, each 10 in and 5 out
     assert result == {
         "session_id": session,
         "status": "done",
         "text": "Summary.",
-        "usage": {"input_tokens": 10, "output_tokens": 5, "cached_tokens": 0},
+        "usage": usage,
         "turn_memory": {"tool_activity": []},
         "error": None,
         "segments": [{"type": "text", "text": "Summary."}],
+        "requests": [{**usage, "miss": None}],
+        "cost": None,
+        "session": {
+            "usage": {key: value * requests for key, value in usage.items()},
+            "cost": None,
+        },
     }
 
     system = Message(role="system", content=system_prompt(str(workspace)))
@@ -236,3 +251,26 @@ def test_a_missing_key_is_a_one_line_error(cli: Run, server: FakeProviderServer)
         == "turnmemory: missing API key for gemini: set GEMINI_API_KEY or GOOGLE_API_KEY or [providers.gemini] api_key\n"
     )
     assert server.requests == []
+
+
+def test_run_json_gives_the_cost_of_the_turn_and_of_the_session(
+    cli: Run, server: FakeProviderServer, tmp_path: Path
+) -> None:
+    config = tmp_path / "config" / "turnmemory" / "config.toml"
+    config.parent.mkdir(parents=True, exist_ok=True)
+    config.write_text(
+        "[providers.anthropic.prices]\ninput = 3.0\noutput = 15.0\ncached_input = 0.3\ncache_write = 3.75\n"
+    )
+    common = ["--provider", "anthropic", "--base-url", server.base_url("anthropic"), "--format", "json"]
+    first_usage = WireUsage(input_tokens=4000, output_tokens=100, cached_tokens=0, cache_write_tokens=3000)
+    server.push(Reply(text="One.", usage=first_usage))
+    first = json.loads(cli("run", *common, "one").stdout)
+    one = 1000 * 3e-6 + 3000 * 3.75e-6 + 100 * 15e-6
+    assert first["cost"] == pytest.approx(one)
+    assert first["requests"][0]["miss"] == "first_request"
+    server.push(Reply(text="Two.", usage=WireUsage(input_tokens=4200, output_tokens=50, cached_tokens=3000)))
+    second = json.loads(cli("run", *common, "--continue", "two").stdout)
+    two = 1200 * 3e-6 + 3000 * 0.3e-6 + 50 * 15e-6
+    assert second["cost"] == pytest.approx(two)
+    assert second["session"]["cost"] == pytest.approx(one + two)  # the stored turn counts too
+    assert second["session"]["usage"]["cache_write_tokens"] == 3000

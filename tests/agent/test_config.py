@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -178,3 +179,38 @@ def test_switching_provider_resolves_its_own_settings(tmp_path: Path) -> None:
     assert (switched.provider, switched.model, switched.api_key) == ("openai_chat", "gpt-file", "file-key")
     assert (switched.allow, switched.timeout) == ((Rule("bash"),), 7.0)
     assert config.switched(None, "claude-opus").model == "claude-opus"
+
+
+@pytest.mark.parametrize(
+    ("file", "flags", "expected"),
+    [
+        ("", {}, ("every_turn", "memory", "every_turn")),
+        ('boundary = "when_it_pays"\n', {}, ("when_it_pays", "memory", "when_it_pays")),
+        ('boundary = "when_it_pays"\n', {"tool_history": "full"}, ("when_it_pays", "full", "never")),
+        ('tool_history = "full"\n', {"boundary": "every_turn"}, ("every_turn", "full", "never")),
+    ],
+)
+def test_boundary_and_tool_history_from_flags_then_the_file(
+    tmp_path: Path, file: str, flags: dict[str, str], expected: tuple[str, str, str]
+) -> None:
+    path = tmp_path / "config.toml"
+    path.write_text(file)
+    config = load_config(config_path=path, env={"ANTHROPIC_API_KEY": "k"}, **flags)
+    assert (config.boundary, config.tool_history, config.client_boundary) == expected
+
+
+@pytest.mark.parametrize(
+    ("file", "flags", "message"),
+    [
+        ('boundary = "sometimes"\n', {}, "boundary must be one of every_turn, when_it_pays, got 'sometimes'"),
+        ("", {"tool_history": "all"}, "--tool-history must be one of memory, full, got 'all'"),
+        ('boundary = "never"\n', {}, "boundary must be one of every_turn, when_it_pays"),
+    ],
+)
+def test_a_bad_boundary_or_tool_history_is_one_clear_line(
+    tmp_path: Path, file: str, flags: dict[str, str], message: str
+) -> None:
+    path = tmp_path / "config.toml"
+    path.write_text(file)
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        load_config(config_path=path, env={"ANTHROPIC_API_KEY": "k"}, **flags)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from pathlib import Path
 
@@ -350,3 +351,30 @@ def test_consecutive_incomplete_turns_keep_every_piece_of_work(
     later = body_text(server.requests[5].body)
     assert FILE_SECRET not in later and "One." in later and "Two." in later
     assert list(agent.store.load(agent.session_id).messages) == agent.messages
+
+
+@pytest.mark.parametrize("provider", ["anthropic", "openai_responses"])
+def test_full_tool_history_sends_the_raw_trace_and_never_stores_it(
+    provider: str,
+    make_agent: Callable[..., Agent],
+    server: FakeProviderServer,
+    workspace: Path,
+    data_dir: Path,
+) -> None:
+    (workspace / "notes.txt").write_text(f"{FILE_SECRET}\n")
+    agent = make_agent(provider, tool_history="full")
+    server.push(
+        Reply(text="Reading.", tool_calls=[ToolCall("read_file", {"path": "notes.txt"})]), Reply(text="Read.")
+    )
+    assert agent.turn("read the notes").status == "done"
+    server.push(Reply(text="Yes."))
+    assert agent.turn("what did they say?").status == "done"
+    assert FILE_SECRET in json.dumps(server.requests[-1].body)  # the earlier turn's raw trace
+    agent.set_tool_history("memory")  # back to the records at the next boundary
+    server.push(Reply(text="Fine."))
+    assert agent.turn("and now?").status == "done"
+    assert FILE_SECRET not in json.dumps(server.requests[-1].body)
+    agent.store.close()
+    stored = b"".join(path.read_bytes() for path in sorted(data_dir.glob("sessions.sqlite3*")))
+    # The store keeps records and the display transcript, never the native trace (results as sent).
+    assert stored and b"tool_result" not in stored and b"function_call_output" not in stored

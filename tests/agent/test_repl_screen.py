@@ -19,9 +19,10 @@ from rich.console import Console
 from tests.agent._support import body_text, spawn_chat
 
 from turnmemory.agent._attach import MAX_FILE_BYTES, attach_mentions, mentions
+from turnmemory.agent._usage import cost
 from turnmemory.agent.loop import Agent
 from turnmemory.agent.permissions import Access, Answer, Permissions, parse_rules
-from turnmemory.agent.repl import DIFF_LINES, Repl, ReplView, _markdown, _settled_prose, turn_cost
+from turnmemory.agent.repl import DIFF_LINES, Repl, ReplView, _markdown, _settled_prose
 from turnmemory.agent.store import SqliteStore
 from turnmemory.llm import Event, Usage
 from turnmemory.testing import FakeProviderServer, Reply, ToolCall
@@ -150,21 +151,35 @@ def test_a_usage_line_after_each_turn_with_cost_when_prices_are_set(
     make_agent: Callable[..., Agent], server: FakeProviderServer
 ) -> None:
     server.push(
-        Reply(text="Hi.", usage=WireUsage(input_tokens=12_000, output_tokens=300, cached_tokens=2000))
+        Reply(
+            text="Hi.",
+            usage=WireUsage(
+                input_tokens=12_000, output_tokens=300, cached_tokens=2000, cache_write_tokens=1500
+            ),
+        ),
+        Reply(text="Again.", usage=WireUsage(input_tokens=12_100, output_tokens=20, cached_tokens=900)),
     )
     agent = make_agent("anthropic")
     repl, screen = _repl(agent)
     repl._turn("hello")
-    assert "tokens: 12.0k in (2,000 cached), 300 out" in screen.getvalue()
-    prices = {"input": 3.0, "output": 15.0, "cached_input": 0.3}
-    cost = turn_cost(Usage(input_tokens=12_000, output_tokens=300, cached_tokens=2000), prices)
-    assert cost == pytest.approx(10_000 * 3e-6 + 2000 * 0.3e-6 + 300 * 15e-6)
+    assert "tokens: 12.0k in (2,000 read, 1,500 written, 8,500 uncached), 300 out" in screen.getvalue()
+    assert "cache miss: first request" in screen.getvalue()
+    repl._turn("again")  # reads less than the first request read and wrote: the boundary rewrite
+    assert "cache miss: turn boundary" in screen.getvalue()
+    prices = {"input": 3.0, "output": 15.0, "cached_input": 0.3, "cache_write": 3.75}
+    used = Usage(input_tokens=12_000, output_tokens=300, cached_tokens=2000, cache_write_tokens=1500)
+    assert cost(used, prices) == pytest.approx(8500 * 3e-6 + 2000 * 0.3e-6 + 1500 * 3.75e-6 + 300 * 15e-6)
     view, shown = _view()
     from turnmemory.agent.loop import TurnOutcome
     from turnmemory.memory import Message
 
-    view.usage(TurnOutcome("done", Message("assistant", "x"), usage=Usage(100, 10, 0)), prices)
-    assert f"${turn_cost(Usage(100, 10, 0), prices):.4f}" in shown.getvalue()
+    view.usage(
+        TurnOutcome("done", Message("assistant", "x"), usage=Usage(100, 10, 0)), prices, Usage(300, 30)
+    )
+    assert (
+        f"${cost(Usage(100, 10, 0), prices):.4f} (session ${cost(Usage(300, 30), prices):.4f})"
+        in shown.getvalue()
+    )
 
 
 def test_context_reports_tokens_and_the_share_of_the_window(

@@ -58,8 +58,11 @@ def test_anthropic_cache_breakpoints(server: FakeProviderServer, make_client: Ma
     server.push(Reply(text="Looking.", tool_calls=[ToolCall("lookup", {"q": "x"})]), Reply(text="Done."))
     assert turn(client, history, "Now") == "done"
     first, second = (request.body for request in server.requests[-2:])
-    assert markers(first) == ["system[0]", "tools[0]", "messages[2][0]"]
-    assert markers(second) == ["system[0]", "tools[0]", "messages[2][0]", "messages[4][0]"]
+    # The system prompt (which covers the tools before it), the last prompt a new client's previous
+    # turn would have ended with, the compacted prefix's last block, and the end.
+    assert markers(first) == ["system[0]", "messages[0][0]", "messages[1][0]", "messages[2][0]"]
+    # The next iteration reads what the first wrote: its end is one of the breakpoints.
+    assert markers(second) == ["system[0]", "messages[1][0]", "messages[2][0]", "messages[4][0]"]
     assert first["messages"][2]["content"][0]["text"] == "Now"
 
 

@@ -126,7 +126,7 @@ def test_script_items_validate_their_fields() -> None:
         ToolCall("", {})
     with pytest.raises(ValueError, match=r"ToolCall.arguments: not JSON-serializable"):
         ToolCall("x", {"a": object()})
-    with pytest.raises(ValueError, match=r"cached_tokens: cannot exceed"):
+    with pytest.raises(ValueError, match=r"cache_write_tokens: cannot exceed"):
         Usage(input_tokens=1, cached_tokens=2)
     with pytest.raises(ValueError, match=r"retry_after"):
         Failure(retry_after=float("nan"))

@@ -66,6 +66,21 @@ _Deadline = Annotated[
     typer.Option("--deadline", help="Seconds a turn may take, tools included (default: none)."),
 ]
 
+_Boundary = Annotated[
+    str | None,
+    typer.Option(
+        "--boundary",
+        help="When a finished turn gives way to its TurnMemory: every_turn (default) or when_it_pays.",
+    ),
+]
+_ToolHistory = Annotated[
+    str | None,
+    typer.Option(
+        "--tool-history",
+        help="memory (default) or full: earlier turns' raw trace, kept in this process only.",
+    ),
+]
+
 
 def _fail(message: str) -> typer.Exit:
     _warn(message)
@@ -107,6 +122,8 @@ def run(
     sandbox: _Sandbox = None,
     timeout: _Timeout = None,
     deadline: _Deadline = None,
+    boundary: _Boundary = None,
+    tool_history: _ToolHistory = None,
     config: _Config = None,
     workspace: _Workspace = None,
 ) -> None:
@@ -136,6 +153,8 @@ def run(
             sandbox=sandbox,
             timeout=timeout,
             deadline=deadline,
+            boundary=boundary,
+            tool_history=tool_history,
         )
         request = RunRequest(
             prompt=text,
@@ -172,6 +191,8 @@ def chat(
     sandbox: _Sandbox = None,
     timeout: _Timeout = None,
     deadline: _Deadline = None,
+    boundary: _Boundary = None,
+    tool_history: _ToolHistory = None,
     config: _Config = None,
     workspace: _Workspace = None,
 ) -> None:
@@ -198,6 +219,8 @@ def chat(
             sandbox=sandbox,
             timeout=timeout,
             deadline=deadline,
+            boundary=boundary,
+            tool_history=tool_history,
         )
         if not (sys.stdin.isatty() and sys.stdout.isatty()):  # after the errors in the arguments
             raise _fail("chat needs a terminal; to run a prompt from a pipe or a file use: turnmemory run -")

@@ -13,6 +13,9 @@ variables, then its config-file keys, then its default.
     context_reserve = 8192               # tokens a request leaves for the output
     clear_at_least = 40000               # fewest tokens the in-turn reducer clears at a time
     compaction = "summary"               # or "drop", or "off": what happens to the oldest turns
+    boundary = "every_turn"              # or "when_it_pays": when a finished turn gives way to its
+                                         # TurnMemory (--boundary; see turnmemory.boundary)
+    tool_history = "memory"              # or "full": earlier turns' raw trace, this process only
 
     [providers.openai_chat]              # per-provider settings
     model = "gpt-4.1"
@@ -21,10 +24,11 @@ variables, then its config-file keys, then its default.
     single_calls = true                  # force one call per assistant message (default: by model family)
     id_style = "compact"                 # force 9-character call ids ("historical": the spec's ids)
 
-    [providers.anthropic.prices]         # USD per million tokens: the REPL shows each turn's cost
+    [providers.anthropic.prices]         # USD per million tokens: each turn's and the session's cost
     input = 3.0
     output = 15.0
-    cached_input = 0.3
+    cached_input = 0.3                   # cache reads (default: the input price)
+    cache_write = 3.75                   # cache writes (default: the input price)
 
     [providers.bedrock]
     model = "us.anthropic.claude-sonnet-4-5-20250929-v1:0"
@@ -62,11 +66,12 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, Generic, TypeGuard, TypeVar
+from typing import Any, Generic, Literal, TypeGuard, TypeVar
 
 from turnmemory.agent.compaction import COMPACTION_MODES, CompactionMode
 from turnmemory.agent.permissions import Rule, parse_rules
 from turnmemory.agent.sandbox import SANDBOX_MODES, SandboxMode
+from turnmemory.boundary import DEFAULT_POLICY, BoundaryPolicy
 from turnmemory.llm import ContextLimits
 from turnmemory.replay import IdStyle
 
@@ -76,12 +81,14 @@ __all__ = [
     "KEY_VARIABLES",
     "SETTINGS",
     "STORE_ENV",
+    "TOOL_HISTORIES",
     "AgentConfig",
     "ConfigError",
     "Inputs",
     "Kind",
     "PerProvider",
     "Setting",
+    "ToolHistory",
     "Value",
     "config_location",
     "configure",
@@ -96,6 +103,9 @@ __all__ = [
 ]
 
 CONFIG_ENV = "TURNMEMORY_CONFIG"
+ToolHistory = Literal["memory", "full"]
+"""What earlier turns carry: their TurnMemory records, or the raw trace of this process's turns."""
+TOOL_HISTORIES: tuple[ToolHistory, ...] = ("memory", "full")
 STORE_ENV = "TURNMEMORY_STORE"
 """Environment variable naming the sessions store (a URL; see :func:`turnmemory.agent.store.open_store`)."""
 PROVIDER_NAMES = ("anthropic", "openai_chat", "openai_responses", "gemini", "bedrock")
@@ -120,7 +130,7 @@ KEY_VARIABLES: Mapping[str, tuple[str, ...]] = MappingProxyType(
 """The environment variables holding each provider's API key, in order of preference."""
 _KEYLESS = "not-needed"
 """The key sent to an OpenAI-compatible server configured without one (the SDK wants a key)."""
-_PRICE_KINDS = ("input", "output", "cached_input")
+_PRICE_KINDS = ("input", "output", "cached_input", "cache_write")
 
 T = TypeVar("T")
 
@@ -410,6 +420,8 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("context_reserve", TOKENS, file=("context_reserve",), unset="the client's default"),
     Setting("clear_at_least", TOKENS, file=("clear_at_least",), unset="a fifth of the window"),
     Setting("compaction", choice(*COMPACTION_MODES), file=("compaction",)),
+    Setting("boundary", choice("every_turn", "when_it_pays"), flag="--boundary", file=("boundary",)),
+    Setting("tool_history", choice(*TOOL_HISTORIES), flag="--tool-history", file=("tool_history",)),
 )
 """Every setting, in the order they are resolved (``provider`` first: the others may depend on it).
 
@@ -625,7 +637,8 @@ class AgentConfig:
     id_style: IdStyle | None = None
     """OpenAI Chat: force ``"historical"`` or ``"compact"`` call ids; ``None``: by model."""
     prices: Mapping[str, float] | None = None
-    """USD per million tokens (``input``, ``output``, ``cached_input``) for the REPL's cost line."""
+    """USD per million tokens (``input``, ``output``, ``cached_input``, ``cache_write``) for the cost
+    of each turn and of the session (the REPL's usage line, ``run --format json``)."""
     allow: tuple[Rule, ...] = ()
     sandbox: SandboxMode = "workspace-write"
     """Where bash runs: ``workspace-write``, ``read-only`` or ``off`` (see :mod:`turnmemory.agent.sandbox`)."""
@@ -645,6 +658,10 @@ class AgentConfig:
     """Fewest tokens the in-turn reducer clears at a time (``None``: a fifth of the window)."""
     compaction: CompactionMode = "summary"
     """What happens to the oldest turns when the history nears the window."""
+    boundary: BoundaryPolicy = DEFAULT_POLICY
+    """When a finished turn is replaced by its TurnMemory (``every_turn``, the spec, or ``when_it_pays``)."""
+    tool_history: ToolHistory = "memory"
+    """``full``: earlier turns travel as their raw trace, kept in this process only, never stored."""
     store: str | None = field(default=None, repr=False)
     """The sessions store's URL (``None``: SQLite in the user data directory); it may hold a password."""
 
@@ -652,6 +669,11 @@ class AgentConfig:
     """The config file read, if any."""
     inputs: Inputs = field(default_factory=Inputs, repr=False, compare=False)
     """What the settings were read from (a switch of provider reads its settings from them again)."""
+
+    @property
+    def client_boundary(self) -> BoundaryPolicy:
+        """The client's boundary policy: ``never`` under ``tool_history = "full"``, else ``boundary``."""
+        return "never" if self.tool_history == "full" else self.boundary
 
     def switched(self, provider: str | None = None, model: str | None = None) -> AgentConfig:
         """These settings for another provider and/or model (the REPL's ``/model``).

@@ -6,7 +6,16 @@ prints one object on stdout at the end::
 
     {"session_id": "...", "status": "done", "text": "...", "usage": {...},
      "turn_memory": {"tool_activity": [...]}, "error": null,
-     "segments": [{"type": "text", "text": "..."}, {"type": "tool", "tool": "read_file", ...}, ...]}
+     "segments": [{"type": "text", "text": "..."}, {"type": "tool", "tool": "read_file", ...}, ...],
+     "requests": [{"input_tokens": ..., "cached_tokens": ..., "cache_write_tokens": ...,
+                   "uncached_tokens": ..., "output_tokens": ..., "miss": "turn_boundary" | ... | null}],
+     "session": {"usage": {...}, "cost": 0.0123 | null}, "cost": 0.0042 | null}
+
+``usage`` counts the turn's tokens: all input (``input_tokens``), the part read from the prompt cache
+(``cached_tokens``), written to it (``cache_write_tokens``) and neither (``uncached_tokens``), and
+the output. ``requests`` gives them per request, each with the cause of its cache miss (see
+``turnmemory.agent._usage``); ``session`` totals the whole session; ``cost`` is USD at the configured
+prices (``null`` when none are set).
 
 ``text`` is the turn's flattened prose exactly; ``segments`` is the same turn in order, prose and the
 tools between it (each tool as its TurnMemory record). Nothing the model or a tool wrote reaches the
@@ -31,6 +40,7 @@ from typing import Any, Literal, TextIO
 from turnmemory._text import terminal_json, terminal_safe
 from turnmemory.agent._display import one_line, tool_label, tool_outcome
 from turnmemory.agent._runtime import open_agent
+from turnmemory.agent._usage import cost, usage_dict
 from turnmemory.agent.config import AgentConfig, key_hint
 from turnmemory.agent.loop import TurnOutcome
 from turnmemory.llm import Event
@@ -126,8 +136,17 @@ def run_headless(
         outcome = agent.turn(request.prompt)
         session_id = agent.session_id
         hint = key_hint(agent.config, outcome.error or "")
+        session_usage = agent.usage.session_total
     if request.output == "json":
-        out.write(terminal_json(_json_result(session_id, outcome)) + "\n")
+        result = _json_result(session_id, outcome)
+        prices = config.prices
+        result["requests"] = [entry.to_dict() for entry in outcome.requests]
+        result["cost"] = cost(outcome.usage, prices) if prices else None
+        result["session"] = {
+            "usage": usage_dict(session_usage),
+            "cost": cost(session_usage, prices) if prices else None,
+        }
+        out.write(terminal_json(result) + "\n")
     else:
         if view.mid_line:
             out.write("\n")
@@ -155,11 +174,7 @@ def _json_result(session_id: str, outcome: TurnOutcome) -> dict[str, Any]:
         "session_id": session_id,
         "status": "max_tokens" if cut else outcome.status,
         "text": outcome.message.content,
-        "usage": {
-            "input_tokens": outcome.usage.input_tokens,
-            "output_tokens": outcome.usage.output_tokens,
-            "cached_tokens": outcome.usage.cached_tokens,
-        },
+        "usage": usage_dict(outcome.usage),
         "turn_memory": memory.to_dict() if memory is not None else {"tool_activity": []},
         "error": outcome.error,
         "segments": segments(outcome.message),

@@ -33,8 +33,9 @@ from typing import Any, Literal, Protocol
 from turnmemory.agent import _credentials
 from turnmemory.agent._interrupted import NOTE, STOPPED, journal, read_interrupted
 from turnmemory.agent._spill import SpillArea
+from turnmemory.agent._usage import RequestUsage, UsageLedger, usage_dict
 from turnmemory.agent.compaction import TARGET, TRIGGER, Compaction, cut_point, marker, summary_request
-from turnmemory.agent.config import AgentConfig, ConfigError, credentials
+from turnmemory.agent.config import AgentConfig, ConfigError, ToolHistory, credentials
 from turnmemory.agent.permissions import Access, Asker, Permissions
 from turnmemory.agent.prompt import SUBAGENT_PROMPT, system_prompt
 from turnmemory.agent.rewind import checkpoints, rewind
@@ -79,6 +80,8 @@ class TurnOutcome:
     error: str | None = None
     reason: str | None = None
     usage: Usage = field(default_factory=Usage)
+    requests: tuple[RequestUsage, ...] = ()
+    """Each request's usage, with the cause of its cache miss."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,6 +116,7 @@ def open_agent_client(config: AgentConfig, session_id: str | None) -> Client:
         context_window=config.context_window,
         context_reserve=config.context_reserve,
         clear_at_least=config.clear_at_least,
+        boundary=config.client_boundary,
     )
 
 
@@ -151,14 +155,6 @@ def _specs(tools: ToolRegistry) -> list[ToolSpec]:
         ToolSpec(name=tool.name, description=tool.description, input_schema=tool.input_schema)
         for tool in tools
     ]
-
-
-def _add_usage(total: Usage, more: Usage) -> Usage:
-    return Usage(
-        input_tokens=total.input_tokens + more.input_tokens,
-        output_tokens=total.output_tokens + more.output_tokens,
-        cached_tokens=total.cached_tokens + more.cached_tokens,
-    )
 
 
 class Agent:
@@ -209,6 +205,10 @@ class Agent:
         self._recorder = TurnRecorder(self.workspace)
         self._waited: dict[str, float] = {}  # seconds each call of the turn spent waiting for a person
         self._note = ""  # a line for the model in the next turn's system prompt
+        self.usage = UsageLedger()
+        """Every request of this session in this process: reads, writes, uncached input, misses."""
+        self._sent: tuple[str, str, str] | None = None  # provider, model and tool list of the last turn
+        self._compacted = False  # since the last turn
         if session_id is None:
             self.session_id = store.create(self.workspace, provider=config.provider, model=config.model)
         else:
@@ -249,6 +249,7 @@ class Agent:
         the next one starts from its compact record.
         """
         self.compact(prompt)
+        self._start_usage()
         history = self.request_history()
         if self._note:
             history[0], self._note = (
@@ -282,7 +283,8 @@ class Agent:
                         elapsed = max(0.0, elapsed - self._waited.pop(event.call_id, 0.0))
                         durations[event.call_id] = elapsed
                     elif event.kind == "usage" and event.usage is not None:
-                        usage = _add_usage(usage, event.usage)
+                        usage = usage + event.usage
+                        self.usage.add(event.usage, time.monotonic())
                     elif event.terminal:
                         status, error, reason = _TERMINAL_STATUS[event.kind], event.error, event.reason
                     self.view.event(event, elapsed)
@@ -299,6 +301,18 @@ class Agent:
         if reason == "context_overflow":
             self._drop_pending("the context window overflowed")
         return outcome
+
+    def _start_usage(self) -> None:
+        """Tell the usage ledger what changed since the last turn (the causes of a cache miss)."""
+        sent = (self.config.provider, self.config.model, _json([s.schema() for s in _specs(self.tools)]))
+        last, self._sent = self._sent, sent
+        self.usage.turn_started(
+            time.monotonic(),
+            model_switch=last is not None and last[:2] != sent[:2],
+            tools_changed=last is not None and last[2] != sent[2],
+            compacted=self._compacted,
+        )
+        self._compacted = False
 
     def compact(self, prompt: str = "", *, force: bool = False) -> Compaction | None:
         """Compact the oldest turns when the next request (for ``prompt``) nears the context window;
@@ -342,6 +356,7 @@ class Agent:
         compaction = replace(compaction, freed=max(before - after, 0))
         self.store.add_compaction(self.session_id, compaction.to_dict())
         self.messages = messages
+        self._compacted = True
         self.client.rebase_pending(history)  # the interrupted turns it carries are still the latest
         done = "summarized" if kind == "summary" else "dropped"
         plural = "s" if turns != 1 else ""
@@ -393,17 +408,20 @@ class Agent:
             status=status,
             error=error,
             reason=reason,
-            usage={
-                "input_tokens": usage.input_tokens,
-                "output_tokens": usage.output_tokens,
-                "cached_tokens": usage.cached_tokens,
-            },
+            usage=usage_dict(usage),
             transcript=transcript_items(recorder.segments, durations=durations, workspace=self.workspace),
         )
         self.messages.append(Message(role="user", content=prompt))
         if message.content or message.turn_memory is not None:
             self.messages.append(message)
-        return TurnOutcome(status=status, message=message, error=error, reason=reason, usage=usage)
+        return TurnOutcome(
+            status=status,
+            message=message,
+            error=error,
+            reason=reason,
+            usage=usage,
+            requests=tuple(self.usage.turn),
+        )
 
     def _execute(self, call_id: str, name: str, arguments: dict[str, Any]) -> ToolResult:
         return self._run_call(self.tools, call_id, name, arguments, self._recorder)
@@ -494,6 +512,7 @@ class Agent:
         )
         self.store.release(previous)
         self.messages = []
+        self.usage = UsageLedger()
         self._checkpoints = checkpoints(self.store, self.session_id)
         self._journal = journal(self.store, self.session_id)
         self.permissions.reset_session()
@@ -537,6 +556,13 @@ class Agent:
         self.store.append(
             self.session_id, "model_switch", {"provider": config.provider, "model": config.model}
         )
+
+    def set_tool_history(self, mode: ToolHistory) -> None:
+        """``full``: the turns that finish from now on keep travelling as their raw trace (in this
+        process's memory only, never stored); ``memory``: earlier turns travel as their TurnMemory
+        records again from the next turn on."""
+        self.config = replace(self.config, tool_history=mode)
+        self.client.boundary = self.config.client_boundary
 
     def _drop_pending(self, reason: str) -> None:
         message = self.client.drop_pending(TurnRecorder(self.workspace))
@@ -613,6 +639,7 @@ class Agent:
         if loaded.info.workspace != self.workspace:
             self.view.notice(f"session {loaded.info.id[:8]} was started in {loaded.info.workspace}")
         self.messages = list(loaded.messages)
+        self.usage = UsageLedger(earlier=loaded.usage)
 
     # -- inspection --------------------------------------------------------------------------------
 

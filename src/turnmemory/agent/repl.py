@@ -57,7 +57,8 @@ from turnmemory.agent._display import (
     tool_outcome,
 )
 from turnmemory.agent._runtime import open_agent
-from turnmemory.agent.config import AgentConfig, ConfigError, key_hint
+from turnmemory.agent._usage import cost
+from turnmemory.agent.config import TOOL_HISTORIES, AgentConfig, ConfigError, key_hint
 from turnmemory.agent.loop import Agent, TurnOutcome
 from turnmemory.agent.permissions import Access, Answer, Rule, session_scope
 from turnmemory.agent.store import LoadedSession, SessionStoreError, data_dir
@@ -77,6 +78,7 @@ COMMANDS: Mapping[str, str] = {
     "/thinking": "the model's reasoning of the last turn, whole",
     "/diff": "the last diff, whole",
     "/compact": "summarize every turn but the latest (with compaction = drop: drop them)",
+    "/tool-history": "earlier turns as raw trace or as TurnMemory: full|memory",
     "/rewind": "undo the last N turns and their file edits: /rewind [N] (default 1)",
     "/exit": "leave (also Ctrl-D)",
 }
@@ -247,17 +249,28 @@ class ReplView:
         self.pause()
         self.console.print(f"[dim yellow]{escape(terminal_safe(text))}[/]")
 
-    def usage(self, outcome: TurnOutcome, prices: Mapping[str, float] | None) -> None:
-        """One dim line after a turn: tokens in (cached) and out, and the cost when prices are set."""
+    def usage(
+        self, outcome: TurnOutcome, prices: Mapping[str, float] | None, session: Usage | None = None
+    ) -> None:
+        """One dim line after a turn: tokens in (read from the cache, written to it, uncached) and out,
+        the cache misses by cause, and the turn's and the ``session``'s cost when prices are set."""
         used = outcome.usage
         if not (used.input_tokens or used.output_tokens):
             return
         line = f"tokens: {_short(used.input_tokens)} in"
-        if used.cached_tokens:
-            line += f" ({_short(used.cached_tokens)} cached)"
+        if used.cached_tokens or used.cache_write_tokens:
+            line += (
+                f" ({_short(used.cached_tokens)} read, {_short(used.cache_write_tokens)} written, "
+                f"{_short(used.uncached_tokens)} uncached)"
+            )
         line += f", {_short(used.output_tokens)} out"
         if prices:
-            line += f" · ${turn_cost(used, prices):.4f}"
+            line += f" · ${cost(used, prices):.4f}"
+            if session is not None:
+                line += f" (session ${cost(session, prices):.4f})"
+        misses = [entry.miss for entry in outcome.requests if entry.miss is not None]
+        if misses:
+            line += " · cache miss: " + ", ".join(dict.fromkeys(miss.replace("_", " ") for miss in misses))
         self.console.print(f"[dim]{line}[/]")
 
     def replay(self, loaded: LoadedSession) -> None:
@@ -423,18 +436,6 @@ def diff_text(lines: list[str]) -> Text:
     return text
 
 
-def turn_cost(usage: Usage, prices: Mapping[str, float]) -> float:
-    """The cost of a turn's tokens at ``prices`` (per million tokens: ``input``, ``output``,
-    ``cached_input``; cached tokens at the input price when no cached price is set)."""
-    cached = min(usage.cached_tokens, usage.input_tokens)
-    per_token = {key: value / 1_000_000 for key, value in prices.items()}
-    return (
-        (usage.input_tokens - cached) * per_token.get("input", 0.0)
-        + cached * per_token.get("cached_input", per_token.get("input", 0.0))
-        + usage.output_tokens * per_token.get("output", 0.0)
-    )
-
-
 def _short(count: int) -> str:
     return f"{count:,}" if count < 10_000 else f"{count / 1000:.1f}k"
 
@@ -579,7 +580,7 @@ class Repl:
             self.view.pause()
         if hint := key_hint(self.agent.config, outcome.error or ""):
             self.view.notice(hint)
-        self.view.usage(outcome, self.agent.config.prices)
+        self.view.usage(outcome, self.agent.config.prices, self.agent.usage.session_total)
         if outcome.status != "interrupted":
             return False
         self.console.print("[yellow]interrupted[/] [dim]- the work so far is kept; Ctrl-C again to exit[/]")
@@ -617,6 +618,8 @@ class Repl:
             elif name == "/compact":
                 with _quiet_terminal():
                     self.agent.compact(force=True)
+            elif name == "/tool-history":
+                self._tool_history(argument)
             elif name == "/rewind":
                 self._rewind(argument)
             elif name == "/thinking":
@@ -739,11 +742,46 @@ class Repl:
             f"[dim]tokens: an offline {accounting.counter.unit} estimate{calibrated}; the window is "
             f"{limits.window:,} tokens, a request may carry {limits.budget:,}; the new message comes on top[/]"
         )
+        self._session_usage()
         if self.view.last_input_tokens:
             self.console.print(
                 f"[dim]the last request carried {self.view.last_input_tokens:,} input tokens "
                 f"({self.view.last_input_tokens / limits.window:.1%} of the window), as the provider reported[/]"
             )
+
+    def _tool_history(self, argument: str) -> None:
+        if argument not in TOOL_HISTORIES:
+            current = self.agent.config.tool_history
+            self.console.print(f"[dim]tool history: {current} (/tool-history full|memory)[/]")
+            return
+        self.agent.set_tool_history(argument)
+        self.console.print(
+            "[dim]tool history: full - the turns that finish from now on keep their raw trace, "
+            "in this process only (never stored)[/]"
+            if argument == "full"
+            else "[dim]tool history: memory - earlier turns travel as their TurnMemory[/]"
+        )
+
+    def _session_usage(self) -> None:
+        """The session's input so far: read from the cache, written to it, uncached; misses; cost."""
+        ledger = self.agent.usage
+        total = ledger.session_total
+        if not (total.input_tokens or total.output_tokens):
+            return
+        line = (
+            f"session: {total.input_tokens:,} input tokens ({total.cached_tokens:,} read from the cache, "
+            f"{total.cache_write_tokens:,} written to it, {total.uncached_tokens:,} uncached), "
+            f"{total.output_tokens:,} output"
+        )
+        prices = self.agent.config.prices
+        if prices:
+            line += f"; ${cost(total, prices):.4f}"
+        misses = ledger.misses()
+        if misses:
+            line += "; cache misses: " + ", ".join(
+                f"{count} {cause.replace('_', ' ')}" for cause, count in misses.items()
+            )
+        self.console.print(f"[dim]{line}[/]")
 
 
 _PROVIDERS = ("anthropic", "openai_chat", "openai_responses", "gemini", "bedrock")

@@ -15,15 +15,25 @@ started and never ended gets an outcome-unknown result, and calls of the interru
 never started an error result, so the saved state stays well formed. The
 pending state belongs to the conversation it was left in (its prompts last), and counts the
 interrupted turns it carries.
+
+At a turn boundary the finished turn is replaced by its TurnMemory (the spec, ``boundary="every_turn"``).
+With ``"when_it_pays"`` the client keeps the raw trace of each finished turn, in memory only, and sends
+it in place of the turn's record until compacting pays for its cache rewrite
+(:func:`turnmemory.boundary.should_compact`, from the pause since the last request, the cache lifetime
+and the longest turn so far); with ``"never"`` it keeps them all, for this process, while they fit the
+window. A trace belongs to the conversation it was made in: a history that no longer continues it
+(compacted, rewound, another session) drops it.
 """
 
 from __future__ import annotations
 
 import copy
+import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from turnmemory.boundary import DEFAULT_POLICY, Boundary, BoundaryPolicy, should_compact
 from turnmemory.llm._reduce import Reducer
 from turnmemory.llm._retry import RetryPolicy
 from turnmemory.llm._sdk import Sdk
@@ -39,7 +49,10 @@ from turnmemory.providers._tools import parse_output
 from turnmemory.providers.check import check_request
 from turnmemory.segments import TurnRecorder
 
-__all__ = ["Client", "Pending", "record_items"]
+__all__ = ["DEFAULT_CACHE_TTL", "Client", "Pending", "Trace", "record_items"]
+
+DEFAULT_CACHE_TTL = 300.0
+"""Seconds a prompt-cache entry lives unused (Anthropic's and OpenAI's in-memory default)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,6 +65,14 @@ class Pending:
     conversation: tuple[Message, ...]
     turns: int
     latest: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Trace:
+    """The raw native ``items`` of a finished turn, and the ``conversation`` it answered (its prompt last)."""
+
+    conversation: tuple[Message, ...]
+    items: tuple[Item, ...]
 
 
 class Client:
@@ -71,6 +92,8 @@ class Client:
         deadline: float | None = None,
         limits: ContextLimits | None = None,
         counter: TokenCounter | None = None,
+        boundary: BoundaryPolicy = DEFAULT_POLICY,
+        cache_ttl: float | None = DEFAULT_CACHE_TTL,
     ) -> None:
         if max_tool_turns < 1:
             raise ValueError("max_tool_turns: expected at least 1")
@@ -87,10 +110,22 @@ class Client:
         stream that sends nothing ends at the read timeout, which ``open_client`` keeps within it."""
         self.accounting = Accounting(counter or open_counter(), limits or ContextLimits.of(model))
         """The context window, the output reserve and the calibrated token estimate of requests."""
+        self.boundary: BoundaryPolicy = boundary
+        """When a finished turn is replaced by its TurnMemory; may change between turns."""
+        self.cache_ttl = cache_ttl
+        """The provider's cache lifetime in seconds (``None``: it never expires), for ``when_it_pays``."""
         self._sdk = sdk
         self._formatter = sdk.wire.Formatter()
         self._pending: Pending | None = None
         self._running: tuple[Turn, tuple[Message, ...]] | None = None
+        self._traces: list[Trace] = []
+        self._longest = 1  # the most requests a turn took
+        self._last_request: float | None = None
+
+    @property
+    def traced_turns(self) -> int:
+        """How many finished turns the client keeps raw (sent in place of their records)."""
+        return len(self._traces)
 
     @property
     def pending(self) -> list[Item] | None:
@@ -240,10 +275,11 @@ class Client:
         owner: tuple[Message, ...],
     ) -> Iterator[Event]:
         """The events of one turn; its end, however it comes, settles the pending state."""
-        messages = [*history, Message(role="user", content=prompt)]
+        head, traced = self._traced(history, prompt, tools)
+        messages = [*head, Message(role="user", content=prompt)]
         turn = Turn(
             self._sdk,
-            lambda pending: self._format(messages, pending),
+            lambda pending: self._format(messages, [*traced, *pending]),
             list(self._pending.items) if self._pending is not None else [],
             tools,
             execute,
@@ -254,13 +290,66 @@ class Client:
         )
         outcome: Outcome | None = None
         self._running = (turn, owner)
+        fresh = self._pending is None
         try:
             outcome = yield from turn.run()
         finally:
             self._running = None
             end = self._settle(turn, outcome, owner)
+            if outcome is not None and outcome.done and fresh and self.boundary != "every_turn":
+                self._traces.append(Trace(owner, tuple(turn.items)))
+            self._longest = max(self._longest, turn.requests)
+            self._last_request = turn.last_request or self._last_request
         if end is not None:
             yield end
+
+    def _traced(
+        self, history: tuple[Message, ...], prompt: str, tools: dict[str, ToolSpec]
+    ) -> tuple[tuple[Message, ...], list[Item]]:
+        """The history to format, and the native items sent after it in place of the turns kept raw.
+
+        The kept turns must be the latest of ``history``; otherwise, and whenever the policy says to
+        compact now (or the raw turns would not fit the window), they are dropped: their records go.
+        """
+        conversation = _conversation(history)
+        traces = self._traces
+        first = len(conversation) - 2 * len(traces)
+        if (
+            self.boundary == "every_turn"
+            or not traces
+            or first < 0
+            or any(
+                conversation[: first + 2 * n + 1] != trace.conversation
+                or conversation[first + 2 * n + 1].role != "assistant"
+                for n, trace in enumerate(traces)
+            )
+        ):
+            self._traces = []
+            return history, []
+        counter = self.accounting.counter
+        raw = sum(counter.value(list(trace.items)) for trace in traces)
+        compacted = sum(counter.value(m.to_dict()) for m in conversation[first:])
+        idle = None if self._last_request is None else time.monotonic() - self._last_request
+        boundary = Boundary(raw, compacted, idle=idle, ttl=self.cache_ttl, requests_ahead=self._longest)
+        if should_compact(boundary, self.boundary):
+            self._traces = []
+            return history, []
+        native: list[Item] = []
+        for trace in traces:
+            native.extend(
+                self._sdk.wire.Formatter().to_request([trace.conversation[-1]])[self._sdk.wire.ITEMS]
+            )
+            native.extend(copy.deepcopy(list(trace.items)))
+        start = [i for i, m in enumerate(history) if m.role != "system"][first]
+        head = history[:start]
+        request = self._format(
+            [*head, Message(role="user", content=prompt)], [*native, *(self.pending or [])]
+        )
+        reducer = Reducer(self._sdk.wire, self.accounting)
+        if not reducer.fits(reducer.measure(request, self._sdk.wire.ITEMS, list(tools.values()))):
+            self._traces = []
+            return history, []
+        return head, native
 
     def _settle(self, turn: Turn, outcome: Outcome | None, owner: tuple[Message, ...]) -> Event | None:
         """The one exit of every turn: the pending state set by how the turn ended, and its terminal

@@ -5,7 +5,8 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from turnmemory.llm._client import Client
+from turnmemory.boundary import DEFAULT_POLICY, BoundaryPolicy
+from turnmemory.llm._client import DEFAULT_CACHE_TTL, Client
 from turnmemory.llm._retry import RetryPolicy
 from turnmemory.llm._sdk import DEFAULT_CONNECT_TIMEOUT, DEFAULT_TIMEOUT, Endpoint, Settings
 from turnmemory.llm._tokens import ContextLimits, Tokenizer, open_counter
@@ -52,6 +53,8 @@ def open_client(
     context_reserve: int | None = None,
     clear_at_least: int | None = None,
     tokenizer: Tokenizer = "auto",
+    boundary: BoundaryPolicy = DEFAULT_POLICY,
+    cache_ttl: float | None = DEFAULT_CACHE_TTL,
 ) -> Client:
     """A streaming client for ``provider`` and ``model``.
 
@@ -81,6 +84,10 @@ def open_client(
     (default ``max_tokens``, else 8192, at most a quarter of the window); ``clear_at_least`` the fewest
     tokens the in-turn reducer clears at a time (default a fifth of the window); ``tokenizer`` the
     offline estimate (``"auto"``: o200k where available offline, else bytes / 3).
+
+    ``boundary`` says when a finished turn is replaced by its TurnMemory: ``"every_turn"`` (the spec),
+    ``"when_it_pays"`` (once the cache rewrite pays for itself, given the provider's cache lifetime
+    ``cache_ttl`` in seconds) or ``"never"`` (the raw trace of every turn, in memory only, while it fits).
     """
     entry = _SDKS.get(provider)
     if entry is None:
@@ -138,4 +145,6 @@ def open_client(
         deadline=deadline,
         limits=limits,
         counter=counter,
+        boundary=boundary,
+        cache_ttl=cache_ttl,
     )

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from turnmemory.llm._retry import RequestFailure, connection_failure, error_fields, http_failure
@@ -9,7 +11,16 @@ from turnmemory.llm._sdk import Endpoint, sdk_options
 from turnmemory.llm._tools import ToolSpec
 from turnmemory.providers._render import Item
 
-__all__ = ["function_tool", "openai_client", "openai_failure"]
+__all__ = [
+    "function_tool",
+    "openai_client",
+    "openai_count",
+    "openai_failure",
+    "takes_breakpoint",
+    "with_breakpoint",
+]
+
+_VERSION = re.compile(r"gpt-(\d+)(?:\.(\d+))?")
 
 
 def openai_client(endpoint: Endpoint) -> Any:
@@ -37,6 +48,31 @@ def openai_failure(error: Exception) -> RequestFailure | None:
         message, _ = error_fields(error.body)
         return http_failure(None, message, kind=error.code or error.type)
     return None
+
+
+def openai_count(details: Any, name: str) -> int:
+    """A token count of a usage details object (``cached_tokens``, ``cache_write_tokens``): 0 when the
+    server leaves it out, or sends something that is not a count."""
+    value = getattr(details, name, None)
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
+
+
+def takes_breakpoint(model: str) -> bool:
+    """Whether ``model`` takes explicit ``prompt_cache_breakpoint`` markers (GPT-5.6 and later)."""
+    found = _VERSION.search(model.lower())
+    return found is not None and (int(found[1]), int(found[2] or 0)) >= (5, 6)
+
+
+def with_breakpoint(items: Sequence[Item], end: int, mark: Callable[[Item], Item | None]) -> list[Item]:
+    """``items`` with a breakpoint (``mark``, the wire's) on the last item before ``end`` that takes one:
+    the end of the compacted prefix. Items are copied where marked, never changed."""
+    out = list(items)
+    for index in range(min(end, len(out)) - 1, -1, -1):
+        marked = mark(out[index])
+        if marked is not None:
+            out[index] = marked
+            break
+    return out
 
 
 def function_tool(spec: ToolSpec, *, nested: bool) -> Item:

@@ -90,6 +90,10 @@ class Turn:
         self._answering: tuple[Sequence[Call], list[ToolResult]] = ((), [])
         self._running = False  # the next call of those being answered is announced and has no result yet
         self._tool_turns = 0
+        self.requests = 0
+        """How many requests completed."""
+        self.last_request: float | None = None
+        """When the last of them completed (``time.monotonic()``)."""
         self._history = request(copy.deepcopy(pending))
         self._replayed = dict.fromkeys(sdk.wire.replayed_tool_names(self._history))
         """The tool names the history (pending state included) replays: read once a turn."""
@@ -121,6 +125,8 @@ class Turn:
         reply = yield from self.query(request, tools)
         if isinstance(reply, RequestFailure):
             return Outcome(_reason(reply), reply.message)
+        self.requests += 1
+        self.last_request = time.monotonic()
         yield Event("usage", usage=reply.usage)
         key = self._sdk.wire.ITEMS
         measured = partial(self._reducer.measure, request, key, tools)
@@ -128,6 +134,7 @@ class Turn:
         if not reply.calls and not reply.text:
             return Outcome("empty_response", "the model returned an empty response")
         if not reply.calls:
+            self.items.extend(reply.items)  # the turn's raw trace, whole (a finished turn has no partial)
             return Outcome(reply.stop)
         yield from self.execute(reply)
         self._tool_turns += 1

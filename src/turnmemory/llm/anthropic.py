@@ -2,9 +2,12 @@
 
 In-turn assistant messages keep every block as the API returned it: thinking blocks with their
 signatures, redacted thinking, text and tool use, in order. Prompt caching puts ephemeral
-``cache_control`` breakpoints on the last system block, the last tool, the new user message (the end
-of the prefix that later iterations and the next turn share) and the latest message; stale markers
-anywhere else, pending state included, are removed first.
+``cache_control`` breakpoints, four at most, on the last system block (the last tool when there is no
+system prompt), the last block of the compacted prefix (the history before the pending state and the
+new user message), the deepest breakpoint of this client's previous request that this request still
+shares (so a request reads all the previous one wrote, however many blocks a tool iteration added:
+the cache itself looks back only 20 blocks) and the last block; stale markers in pending state are
+removed first.
 """
 
 from __future__ import annotations
@@ -64,6 +67,9 @@ class AnthropicSdk(Sdk):
                 f"thinking: the budget ({settings.thinking}) must be below max_tokens ({max_tokens})"
             )
         self._max_tokens = max_tokens
+        self._pending_blocks = 0
+        self._previous: tuple[list[Item], list[int]] = ([], [])
+        """The messages of the last request (without markers) and its breakpoints' block positions."""
 
     def stream(
         self, request: Mapping[str, Any], tools: Sequence[ToolSpec], turn_start: int
@@ -101,7 +107,10 @@ class AnthropicSdk(Sdk):
             calls=calls,
             text="".join(block["text"] for block in blocks if block["type"] == "text"),
             usage=Usage(
-                input_tokens=total_input, output_tokens=usage.output_tokens, cached_tokens=cache_read
+                input_tokens=total_input,
+                output_tokens=usage.output_tokens,
+                cached_tokens=cache_read,
+                cache_write_tokens=usage.cache_creation_input_tokens or 0,
             ),
             stop=_STOPS.get(message.stop_reason, "stop"),
         )
@@ -121,35 +130,66 @@ class AnthropicSdk(Sdk):
         Pending state is the only part of a request that does not come from the formatter or from this
         client's own conversion of responses, so it is the only place such markers can hide.
         """
-        return [_without_cache_control(message) for message in pending]
+        self._pending_blocks = sum(len(anthropic.blocks(message)) for message in pending)
+        return [anthropic.unmarked(message) for message in pending]
 
     def _kwargs(
         self, request: Mapping[str, Any], tools: Sequence[ToolSpec], turn_start: int
     ) -> dict[str, Any]:
         settings = self.settings
-        # The request is shared with the formatter's cache: copy what changes, never mutate in place.
         messages = list(request["messages"])
-        for index in {turn_start - 1, len(messages) - 1}:
-            messages[index] = _marked(messages[index])
         kwargs: dict[str, Any] = {
             "model": settings.model,
             "max_tokens": self._max_tokens,
-            "messages": messages,
+            "messages": anthropic.mark_cache(messages, self._breakpoints(messages, turn_start)),
         }
         system = request.get("system")
+        definitions = [_definition(spec) for spec in tools]
         if system:
             blocks: list[Item] = [_text(system)] if isinstance(system, str) else copy.deepcopy(system)
             for block in blocks:
                 block.pop("cache_control", None)
             blocks[-1]["cache_control"] = dict(_EPHEMERAL)
             kwargs["system"] = blocks
-        if tools:
-            definitions = [_definition(spec) for spec in tools]
+        elif definitions:
             definitions[-1]["cache_control"] = dict(_EPHEMERAL)
+        if definitions:
             kwargs["tools"] = definitions
         if settings.thinking is not None:
             kwargs["thinking"] = {"type": "enabled", "budget_tokens": settings.thinking}
         return kwargs
+
+    def _breakpoints(self, messages: list[Item], turn_start: int) -> list[int]:
+        """Block positions of the message breakpoints: the compacted prefix's last block, the previous
+        request's deepest shared breakpoint, the last block (three at most, beside the system's)."""
+        positions = anthropic.block_positions(messages)
+        final_user = sum(len(anthropic.blocks(message)) for message in messages[:turn_start]) - 1
+        previous, points = self._previous
+        prefix_end = final_user - self._pending_blocks - 1
+        # Where an earlier request wrote: the previous request's deepest shared breakpoint, or the last
+        # prompt before the compacted prefix's end (the end of the previous turn's first request, which
+        # a new client, as in a resumed session, knows too), whichever is deeper.
+        anchors = [
+            anthropic.shared_breakpoint(messages, previous, points),
+            _last_prompt(messages, positions[: max(prefix_end, 0)]),
+        ]
+        chosen = {prefix_end, len(positions) - 1}
+        found = [anchor for anchor in anchors if anchor is not None]
+        if found:
+            chosen.add(max(found))
+        breakpoints = sorted(point for point in chosen if point >= 0)
+        self._previous = (messages, breakpoints)
+        return breakpoints
+
+
+def _last_prompt(messages: list[Item], positions: Sequence[tuple[int, int]]) -> int | None:
+    """The position of the last user text block among ``positions``, or ``None``."""
+    for point in range(len(positions) - 1, -1, -1):
+        i, j = positions[point]
+        block = anthropic.blocks(messages[i])[j]
+        if messages[i].get("role") == "user" and isinstance(block, Mapping) and block.get("type") == "text":
+            return point
+    return None
 
 
 def _definition(spec: ToolSpec) -> Item:
@@ -176,36 +216,3 @@ def _param(block: Item) -> Item | None:
     if kind == "tool_use":
         return {"type": "tool_use", "id": block["id"], "name": block["name"], "input": block.get("input", {})}
     return block
-
-
-def _without_cache_control(message: Item) -> Item:
-    """``message`` itself, or a copy without stale ``cache_control`` markers (from pending state)."""
-    content = message.get("content")
-    blocks = content if isinstance(content, list) else ()
-    if "cache_control" not in message and not any(
-        isinstance(block, dict) and "cache_control" in block for block in blocks
-    ):
-        return message
-    copied = {key: value for key, value in message.items() if key != "cache_control"}
-    if isinstance(content, list):
-        copied["content"] = [
-            {key: value for key, value in block.items() if key != "cache_control"}
-            if isinstance(block, dict)
-            else block
-            for block in content
-        ]
-    return copied
-
-
-def _marked(message: Item) -> Item:
-    """A copy of ``message`` with a cache breakpoint on its last block (thinking blocks take none)."""
-    content = message.get("content")
-    if isinstance(content, str):
-        content = [_text(content)]
-    if (
-        not isinstance(content, list)
-        or not content
-        or content[-1].get("type") in ("thinking", "redacted_thinking")
-    ):
-        return message
-    return {**message, "content": [*content[:-1], {**content[-1], "cache_control": dict(_EPHEMERAL)}]}

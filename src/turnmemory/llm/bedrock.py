@@ -201,5 +201,11 @@ def _tool_spec(spec: ToolSpec) -> Item:
 
 def _usage(usage: Mapping[str, Any]) -> Usage:
     cached = usage.get("cacheReadInputTokens") or 0
-    total = (usage.get("inputTokens") or 0) + cached + (usage.get("cacheWriteInputTokens") or 0)
-    return Usage(input_tokens=total, output_tokens=usage.get("outputTokens") or 0, cached_tokens=cached)
+    written = usage.get("cacheWriteInputTokens") or 0
+    total = (usage.get("inputTokens") or 0) + cached + written
+    return Usage(
+        input_tokens=total,
+        output_tokens=usage.get("outputTokens") or 0,
+        cached_tokens=cached,
+        cache_write_tokens=written,
+    )

@@ -44,11 +44,30 @@ than the client's ``deadline``) end ``incomplete`` turns (when work accumulated)
 
 @dataclass(frozen=True, slots=True)
 class Usage:
-    """Tokens of one provider request: all input (cached included), output, and the cached part."""
+    """Tokens of one provider request, as the provider reported them.
+
+    ``input_tokens`` is all input: the part read from the prompt cache (``cached_tokens``), the part
+    written to it (``cache_write_tokens``) and the rest (``uncached_tokens``); ``output_tokens`` the
+    output. Providers that report no writes (Gemini, OpenAI before GPT-5.6) count them as uncached.
+    """
 
     input_tokens: int = 0
     output_tokens: int = 0
     cached_tokens: int = 0
+    cache_write_tokens: int = 0
+
+    @property
+    def uncached_tokens(self) -> int:
+        """Input neither read from the cache nor written to it."""
+        return max(self.input_tokens - self.cached_tokens - self.cache_write_tokens, 0)
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            self.input_tokens + other.input_tokens,
+            self.output_tokens + other.output_tokens,
+            self.cached_tokens + other.cached_tokens,
+            self.cache_write_tokens + other.cache_write_tokens,
+        )
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,7 +11,14 @@ import json
 from collections.abc import Generator, Mapping, Sequence
 from typing import Any
 
-from turnmemory.llm._openai import function_tool, openai_client, openai_failure
+from turnmemory.llm._openai import (
+    function_tool,
+    openai_client,
+    openai_count,
+    openai_failure,
+    takes_breakpoint,
+    with_breakpoint,
+)
 from turnmemory.llm._retry import MalformedError, RequestFailure
 from turnmemory.llm._sdk import Completion, Endpoint, Sdk, Settings, StreamInterrupted
 from turnmemory.llm._tools import ToolSpec
@@ -36,6 +43,7 @@ class OpenAIChatSdk(Sdk):
         self._client = openai_client(endpoint)
         self._official = endpoint.base_url is None and endpoint.client is None
         self.settings = settings
+        self._pending_items = 0
 
     def options(self) -> dict[str, Any]:
         """The served model chooses the history's form (``openai_chat.family``); the settings may force it."""
@@ -55,7 +63,7 @@ class OpenAIChatSdk(Sdk):
         calls: dict[int, dict[str, str]] = {}
         finish: str | None = None
         usage = Usage()
-        chunks = self._client.chat.completions.create(**self._kwargs(request, tools))
+        chunks = self._client.chat.completions.create(**self._kwargs(request, tools, turn_start))
         with chunks:
             for chunk in chunks:
                 if chunk.usage is not None:
@@ -108,11 +116,21 @@ class OpenAIChatSdk(Sdk):
     def failure(self, error: Exception) -> RequestFailure | None:
         return openai_failure(error)
 
-    def _kwargs(self, request: Mapping[str, Any], tools: Sequence[ToolSpec]) -> dict[str, Any]:
+    def injected(self, pending: list[Item]) -> list[Item]:
+        """The pending items as they are (their count places the compacted prefix's breakpoint)."""
+        self._pending_items = len(pending)
+        return pending
+
+    def _kwargs(
+        self, request: Mapping[str, Any], tools: Sequence[ToolSpec], turn_start: int
+    ) -> dict[str, Any]:
         settings = self.settings
+        items = request["messages"]
+        if takes_breakpoint(settings.model):  # the compacted prefix ends before pending state and the prompt
+            items = with_breakpoint(items, turn_start - 1 - self._pending_items, openai_chat.mark_cache)
         kwargs: dict[str, Any] = {
             "model": settings.model,
-            "messages": request["messages"],
+            "messages": items,
             "stream": True,
             "stream_options": {"include_usage": True},
         }
@@ -148,9 +166,9 @@ def _is_json(text: str) -> bool:
 
 def _usage(usage: Any) -> Usage:
     details = getattr(usage, "prompt_tokens_details", None)
-    cached = getattr(details, "cached_tokens", None) or 0
     return Usage(
         input_tokens=usage.prompt_tokens or 0,
         output_tokens=usage.completion_tokens or 0,
-        cached_tokens=cached,
+        cached_tokens=openai_count(details, "cached_tokens"),
+        cache_write_tokens=openai_count(details, "cache_write_tokens"),
     )

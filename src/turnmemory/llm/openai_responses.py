@@ -12,7 +12,14 @@ from __future__ import annotations
 from collections.abc import Generator, Mapping, Sequence
 from typing import Any
 
-from turnmemory.llm._openai import function_tool, openai_client, openai_failure
+from turnmemory.llm._openai import (
+    function_tool,
+    openai_client,
+    openai_count,
+    openai_failure,
+    takes_breakpoint,
+    with_breakpoint,
+)
 from turnmemory.llm._retry import RequestFailure, http_failure
 from turnmemory.llm._sdk import Completion, Endpoint, Sdk, Settings, StreamInterrupted
 from turnmemory.llm._tools import ToolSpec
@@ -45,6 +52,7 @@ class OpenAIResponsesSdk(Sdk):
     def __init__(self, settings: Settings, endpoint: Endpoint) -> None:
         self._client = openai_client(endpoint)
         self.settings = settings
+        self._pending_items = 0
 
     def stream(
         self, request: Mapping[str, Any], tools: Sequence[ToolSpec], turn_start: int
@@ -52,7 +60,7 @@ class OpenAIResponsesSdk(Sdk):
         items: dict[int, Item] = {}
         streamed: set[int] = set()
         response: Any = None
-        events = self._client.responses.create(**self._kwargs(request, tools))
+        events = self._client.responses.create(**self._kwargs(request, tools, turn_start))
         with events:
             for event in events:
                 kind = event.type
@@ -108,11 +116,21 @@ class OpenAIResponsesSdk(Sdk):
             return http_failure(None, error.message, kind=error.code)
         return openai_failure(error)
 
-    def _kwargs(self, request: Mapping[str, Any], tools: Sequence[ToolSpec]) -> dict[str, Any]:
+    def injected(self, pending: list[Item]) -> list[Item]:
+        """The pending items as they are (their count places the compacted prefix's breakpoint)."""
+        self._pending_items = len(pending)
+        return pending
+
+    def _kwargs(
+        self, request: Mapping[str, Any], tools: Sequence[ToolSpec], turn_start: int
+    ) -> dict[str, Any]:
         settings = self.settings
+        items = request["input"]
+        if takes_breakpoint(settings.model):  # the compacted prefix ends before pending state and the prompt
+            items = with_breakpoint(items, turn_start - 1 - self._pending_items, openai_responses.mark_cache)
         kwargs: dict[str, Any] = {
             "model": settings.model,
-            "input": request["input"],
+            "input": items,
             "stream": True,
             "store": False,
             "include": ["reasoning.encrypted_content"],
@@ -136,7 +154,9 @@ def _usage(usage: Any) -> Usage:
     if usage is None:
         return Usage()
     details = getattr(usage, "input_tokens_details", None)
-    cached = getattr(details, "cached_tokens", None) or 0
     return Usage(
-        input_tokens=usage.input_tokens or 0, output_tokens=usage.output_tokens or 0, cached_tokens=cached
+        input_tokens=usage.input_tokens or 0,
+        output_tokens=usage.output_tokens or 0,
+        cached_tokens=openai_count(details, "cached_tokens"),
+        cache_write_tokens=openai_count(details, "cache_write_tokens"),
     )

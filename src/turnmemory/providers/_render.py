@@ -26,8 +26,10 @@ __all__ = [
     "cached_json",
     "is_blank",
     "list_at",
+    "marked_last",
     "missing_names",
     "replay_steps",
+    "text_parts",
     "tool_name",
 ]
 
@@ -152,3 +154,18 @@ def missing_names(replayed: Iterable[str], offered: Iterable[str]) -> list[str]:
             have.add(name)
             out.append(name)
     return out
+
+
+def text_parts(content: object, kind: str) -> list[Any] | None:
+    """OpenAI content as a list of parts (a string is one ``kind`` part), or ``None`` when it is neither."""
+    if isinstance(content, str):
+        return [{"type": kind, "text": content}]
+    return list(content) if isinstance(content, list) else None
+
+
+def marked_last(parts: list[Any]) -> list[Any] | None:
+    """``parts`` with an explicit ``prompt_cache_breakpoint`` (OpenAI, GPT-5.6 and later) on the last,
+    when it is a text part; else ``None``."""
+    if not parts or not isinstance(parts[-1], Mapping) or "text" not in parts[-1]:
+        return None
+    return [*parts[:-1], {**parts[-1], "prompt_cache_breakpoint": {"mode": "explicit"}}]

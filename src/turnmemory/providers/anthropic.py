@@ -37,16 +37,22 @@ from turnmemory.replay import HistoricalCall
 
 __all__ = [
     "ITEMS",
+    "LOOKBACK",
+    "MAX_BREAKPOINTS",
     "TURNS",
     "Formatter",
+    "block_positions",
     "blocks",
+    "mark_cache",
     "pieces",
     "placeholder_tool",
     "placeholder_tools",
     "replace",
     "replayed_tool_names",
+    "shared_breakpoint",
     "to_request",
     "tool_results",
+    "unmarked",
 ]
 
 
@@ -173,3 +179,79 @@ def tool_results(calls: Sequence[Call], results: Sequence[ToolResult]) -> list[I
             block["is_error"] = True
         content.append(block)
     return [{"role": "user", "content": content}]
+
+
+MAX_BREAKPOINTS = 4
+"""The most ``cache_control`` breakpoints one request may carry (tools, system and messages together)."""
+
+LOOKBACK = 20
+"""How many blocks before a breakpoint the cache looks for an entry an earlier request wrote."""
+
+_UNCACHEABLE = ("thinking", "redacted_thinking")
+
+
+def block_positions(messages: Sequence[Mapping[str, Any]]) -> list[tuple[int, int]]:
+    """Every content block of ``messages`` as ``(message index, block index)``, in order."""
+    return [(i, j) for i, message in enumerate(messages) for j in range(len(blocks(message)))]
+
+
+def shared_breakpoint(
+    messages: Sequence[Mapping[str, Any]],
+    previous: Sequence[Mapping[str, Any]],
+    points: Sequence[int],
+) -> int | None:
+    """The deepest of ``points`` (block positions of an earlier request's breakpoints, over its
+    ``previous`` messages) up to which ``messages`` is still the same: where a breakpoint reads all
+    that request wrote, however many blocks were appended since. ``None`` when none is shared."""
+    old = block_positions(previous)
+    new = block_positions(messages)
+    for point in sorted(points, reverse=True):
+        if point >= len(old) or point >= len(new) or old[point] != new[point]:
+            continue
+        i, j = old[point]
+        if list(messages[:i]) == list(previous[:i]) and (
+            messages[i].get("role") == previous[i].get("role")
+            and blocks(messages[i])[: j + 1] == blocks(previous[i])[: j + 1]
+        ):
+            return point
+    return None
+
+
+def mark_cache(messages: Sequence[Item], points: Sequence[int]) -> list[Item]:
+    """``messages`` with an ephemeral ``cache_control`` breakpoint on the blocks at ``points`` (block
+    positions); a thinking block takes none. Messages are copied where marked, never changed."""
+    positions = block_positions(messages)
+    marked: dict[int, set[int]] = {}
+    for point in points:
+        if 0 <= point < len(positions):
+            i, j = positions[point]
+            marked.setdefault(i, set()).add(j)
+    out = [dict(message) if i in marked else message for i, message in enumerate(messages)]
+    for i, slots in marked.items():
+        content = [
+            {**block, "cache_control": {"type": "ephemeral"}}
+            if j in slots and isinstance(block, Mapping) and block.get("type") not in _UNCACHEABLE
+            else block
+            for j, block in enumerate(blocks(messages[i]))
+        ]
+        out[i] = {**messages[i], "content": content}
+    return out
+
+
+def unmarked(message: Item) -> Item:
+    """``message`` itself, or a copy without ``cache_control`` markers (on it or on its blocks)."""
+    content = message.get("content")
+    listed = content if isinstance(content, list) else ()
+    if "cache_control" not in message and not any(
+        isinstance(block, dict) and "cache_control" in block for block in listed
+    ):
+        return message
+    copied = {key: value for key, value in message.items() if key != "cache_control"}
+    if isinstance(content, list):
+        copied["content"] = [
+            {key: value for key, value in block.items() if key != "cache_control"}
+            if isinstance(block, dict)
+            else block
+            for block in content
+        ]
+    return copied

@@ -33,8 +33,10 @@ from turnmemory.providers._render import (
     Options,
     cached_json,
     list_at,
+    marked_last,
     missing_names,
     replay_steps,
+    text_parts,
     tool_name,
 )
 from turnmemory.providers._tools import Call, ToolResult, is_error_text, parse_arguments, result_text
@@ -48,6 +50,7 @@ __all__ = [
     "Family",
     "Formatter",
     "family",
+    "mark_cache",
     "pieces",
     "placeholder_tool",
     "placeholder_tools",
@@ -287,3 +290,14 @@ def tool_results(calls: Sequence[Call], results: Sequence[ToolResult]) -> list[I
         {"role": "tool", "tool_call_id": call.id, "content": result_text(result, flagged=False)}
         for call, result in zip(calls, results, strict=True)
     ]
+
+
+def mark_cache(item: Item) -> Item | None:
+    """A copy of a system, user or tool message with a ``prompt_cache_breakpoint`` on its last text
+    part (a string content becomes one text part), or ``None`` for a message that cannot carry one
+    (the assistant's)."""
+    if item.get("role") not in ("system", "developer", "user", "tool"):
+        return None
+    parts = text_parts(item.get("content"), "text")
+    marked = marked_last(parts) if parts is not None else None
+    return None if marked is None else {**item, "content": marked}

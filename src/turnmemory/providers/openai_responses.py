@@ -28,8 +28,10 @@ from turnmemory.providers._render import (
     Options,
     cached_json,
     list_at,
+    marked_last,
     missing_names,
     replay_steps,
+    text_parts,
     tool_name,
 )
 from turnmemory.providers._tools import Call, ToolResult, is_error_text, parse_arguments, result_text
@@ -39,6 +41,7 @@ __all__ = [
     "MAX_CALL_ID",
     "TURNS",
     "Formatter",
+    "mark_cache",
     "pieces",
     "placeholder_tool",
     "placeholder_tools",
@@ -199,3 +202,18 @@ def tool_results(calls: Sequence[Call], results: Sequence[ToolResult]) -> list[I
         {"type": "function_call_output", "call_id": call.id, "output": result_text(result, flagged=False)}
         for call, result in zip(calls, results, strict=True)
     ]
+
+
+def mark_cache(item: Item) -> Item | None:
+    """A copy of a system, developer or user message, or of a ``function_call_output``, with a
+    ``prompt_cache_breakpoint`` on its last text part (a string becomes one ``input_text`` part), or
+    ``None`` for an item that cannot carry one (the assistant's, calls, reasoning)."""
+    if item.get("type") == "function_call_output":
+        parts = text_parts(item.get("output"), "input_text")
+        marked = marked_last(parts) if parts is not None else None
+        return None if marked is None else {**item, "output": marked}
+    if item.get("role") not in ("system", "developer", "user"):
+        return None
+    parts = text_parts(item.get("content"), "input_text")
+    marked = marked_last(parts) if parts is not None else None
+    return None if marked is None else {**item, "content": marked}

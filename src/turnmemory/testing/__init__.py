@@ -29,7 +29,8 @@ The script file is a JSON list; each item answers one request::
       {"reply": {"text": "Reading it.",
                  "reasoning": "optional reasoning text",
                  "tool_calls": [{"name": "read_file", "arguments": {"path": "a.py"}, "id": "optional"}],
-                 "usage": {"input_tokens": 10, "output_tokens": 5, "cached_tokens": 0},
+                 "usage": {"input_tokens": 10, "output_tokens": 5, "cached_tokens": 0,
+                           "cache_write_tokens": 0},
                  "stop": "end_turn | tool_use | max_tokens | content_filter | <verbatim>",
                  "break_after": 3,
                  "edits": [{"op": "garble", "at": 4}, {"op": "drop", "match": "message_stop"}],
@@ -42,8 +43,13 @@ The script file is a JSON list; each item answers one request::
 Every field is optional except a tool call's ``name``; the fields mean what the ``Reply``,
 ``ToolCall``, ``Usage``, ``StreamEdit`` and ``Failure`` parameters of the same names mean; ``hang``
 is a request read and never answered. ``docs/fake-provider.md`` describes every field.
+
+``FakeProviderServer(cache=PromptCache())`` answers Anthropic requests with the reads and writes of a
+prompt cache that follows Anthropic's rules (breakpoints, the 20-block look-back, a lifetime), so a
+test can see what a caching strategy would be billed.
 """
 
+from turnmemory.testing._cache import PromptCache
 from turnmemory.testing._script import (
     EDIT_OPS,
     STOP_REASONS,
@@ -66,6 +72,7 @@ __all__ = [
     "Failure",
     "FakeProviderServer",
     "Hang",
+    "PromptCache",
     "RecordedRequest",
     "Reply",
     "ScriptItem",

@@ -52,7 +52,7 @@ def _error_object(failure: Failure) -> dict[str, Any]:
 def _usage(usage: Usage, output_tokens: int) -> dict[str, int]:
     return {
         "input_tokens": usage.uncached_input_tokens,
-        "cache_creation_input_tokens": 0,
+        "cache_creation_input_tokens": usage.cache_write_tokens,
         "cache_read_input_tokens": usage.cached_tokens,
         "output_tokens": output_tokens,
     }

@@ -72,7 +72,7 @@ def _usage(usage: Usage) -> dict[str, int]:
         "outputTokens": usage.output_tokens,
         "totalTokens": usage.total_tokens,
         "cacheReadInputTokens": usage.cached_tokens,
-        "cacheWriteInputTokens": 0,
+        "cacheWriteInputTokens": usage.cache_write_tokens,
     }
 
 

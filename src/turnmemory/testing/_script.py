@@ -45,26 +45,28 @@ def _seconds(value: object) -> bool:
 class Usage:
     """Token counts reported with a reply.
 
-    ``input_tokens`` counts the whole prompt, cached part included; ``cached_tokens`` is that cached
-    part (a prompt-cache read). Protocols that report uncached input separately (Anthropic, Bedrock)
-    send ``input_tokens - cached_tokens`` as their input count.
+    ``input_tokens`` counts the whole prompt, cached part included; ``cached_tokens`` is the part
+    read from the prompt cache and ``cache_write_tokens`` the part written to it. Protocols that
+    report uncached input separately (Anthropic, Bedrock) send ``input_tokens - cached_tokens -
+    cache_write_tokens`` as their input count; Gemini reports no writes.
     """
 
     input_tokens: int = 10
     output_tokens: int = 5
     cached_tokens: int = 0
+    cache_write_tokens: int = 0
 
     def __post_init__(self) -> None:
-        for name in ("input_tokens", "output_tokens", "cached_tokens"):
+        for name in ("input_tokens", "output_tokens", "cached_tokens", "cache_write_tokens"):
             if not _non_negative_int(getattr(self, name)):
                 raise ValueError(f"Usage.{name}: expected a non-negative integer")
-        if self.cached_tokens > self.input_tokens:
-            raise ValueError("Usage.cached_tokens: cannot exceed input_tokens")
+        if self.cached_tokens + self.cache_write_tokens > self.input_tokens:
+            raise ValueError("Usage.cached_tokens + cache_write_tokens: cannot exceed input_tokens")
 
     @property
     def uncached_input_tokens(self) -> int:
-        """Prompt tokens that were not read from the cache."""
-        return self.input_tokens - self.cached_tokens
+        """Prompt tokens neither read from the cache nor written to it."""
+        return self.input_tokens - self.cached_tokens - self.cache_write_tokens
 
     @property
     def total_tokens(self) -> int:

@@ -9,7 +9,7 @@ import socketserver
 import threading
 from collections import deque
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 from typing import Any
@@ -18,6 +18,7 @@ from turnmemory.providers import PROVIDERS
 from turnmemory.providers.check import check_request
 from turnmemory.testing._anthropic import ANTHROPIC
 from turnmemory.testing._bedrock import BEDROCK
+from turnmemory.testing._cache import PromptCache
 from turnmemory.testing._gemini import GEMINI
 from turnmemory.testing._openai_chat import OPENAI_CHAT
 from turnmemory.testing._openai_responses import OPENAI_RESPONSES
@@ -160,7 +161,11 @@ class FakeProviderServer:
     script item (``Reply`` or ``Failure``); with the script exhausted it answers 500 in the
     provider's error shape. With ``check`` the request body is first validated by
     ``turnmemory.providers.check.check_request``, and problems are answered with a 400 carrying
-    them, consuming nothing. Requests lacking any credential header get a 401. Thread-safe.
+    them, consuming nothing; an Anthropic request is also checked against the previous one to the
+    same model (the cache look-back). Requests lacking any credential header get a 401. With a
+    ``cache`` (:class:`PromptCache`), Anthropic replies report the reads and writes that cache
+    computes from the request's ``cache_control`` breakpoints instead of their scripted input counts.
+    Thread-safe.
     """
 
     def __init__(
@@ -168,10 +173,13 @@ class FakeProviderServer:
         script: Iterable[ScriptItem] = (),
         *,
         check: bool = True,
+        cache: PromptCache | None = None,
         host: str = "127.0.0.1",
         port: int = 0,
     ) -> None:
         self._lock = threading.Lock()
+        self._cache = cache
+        self._previous: dict[tuple[str, str], dict[str, Any]] = {}
         self._script: deque[ScriptItem] = deque()
         self._answered = 0
         self._requests: list[RecordedRequest] = []
@@ -287,7 +295,10 @@ class FakeProviderServer:
         if not protocol.authorized(headers, query):
             handler.send_json(protocol.error(Failure(401, "fake server: no credentials in the request")))
             return
-        problems = check_request(protocol.name, body) if self._check else []
+        with self._lock:
+            previous = self._previous.get((protocol.name, model))
+            self._previous[(protocol.name, model)] = body
+        problems = check_request(protocol.name, body, previous=previous) if self._check else []
         if problems:
             handler.send_json(protocol.error(Failure(400, "; ".join(problems))))
             return
@@ -303,6 +314,8 @@ class FakeProviderServer:
         elif isinstance(item, Failure):
             self._fail(handler, protocol, item, exchange, stream)
         else:
+            if self._cache is not None and protocol.name == "anthropic":
+                item = replace(item, usage=self._cache.usage(body, model, item.token_usage.output_tokens))
             self._reply(handler, protocol, item, exchange, stream)
 
     def _reply(

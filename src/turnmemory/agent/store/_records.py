@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from turnmemory.agent.compaction import Compaction
+from turnmemory.llm import Usage
 from turnmemory.memory import Message
 
 __all__ = [
@@ -95,6 +96,21 @@ class LoadedSession:
                 if isinstance(provider, str) and provider and isinstance(model, str) and model:
                     found = (provider, model)
         return found
+
+    @property
+    def usage(self) -> Usage:
+        """The usage its stored turns reported, summed (counts that are not non-negative integers count 0)."""
+        total = Usage()
+        for event in self.events:
+            stored = event.data.get("usage") if event.kind == "assistant_turn" else None
+            if isinstance(stored, Mapping):
+                counts = {
+                    name: value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
+                    for name in ("input_tokens", "output_tokens", "cached_tokens", "cache_write_tokens")
+                    for value in [stored.get(name)]
+                }
+                total = total + Usage(**counts)
+        return total
 
 
 @dataclass(frozen=True, slots=True)

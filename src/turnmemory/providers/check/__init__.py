@@ -49,14 +49,27 @@ class RequestInvalid(ValueError):
         self.problems = problems
 
 
-def check_request(provider: str, body: Mapping[str, Any], *, require_tools: bool | None = None) -> list[str]:
-    """Readable one-line problems of ``body`` for ``provider`` (one of ``PROVIDERS``); empty when valid."""
+def check_request(
+    provider: str,
+    body: Mapping[str, Any],
+    *,
+    require_tools: bool | None = None,
+    previous: Mapping[str, Any] | None = None,
+) -> list[str]:
+    """Readable one-line problems of ``body`` for ``provider`` (one of ``PROVIDERS``); empty when valid.
+
+    ``previous``, the conversation's previous request to the same model, adds the rules that span two
+    requests (Anthropic's cache look-back).
+    """
     checker = _CHECKERS.get(provider)
     if checker is None:
         raise ValueError(f"unknown provider {provider!r}; expected one of {', '.join(PROVIDERS)}")
     if not isinstance(body, Mapping):
         return [f"request: expected an object, got {type(body).__name__}"]
-    return checker(body, require_tools=require_tools)
+    problems = checker(body, require_tools=require_tools)
+    if previous is not None and provider == "anthropic":
+        problems.extend(anthropic.lookback_problems(body, previous))
+    return problems
 
 
 def assert_valid(provider: str, body: Mapping[str, Any], *, require_tools: bool | None = None) -> None:

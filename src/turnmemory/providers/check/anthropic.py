@@ -1,4 +1,6 @@
-"""The rules of an Anthropic Messages request: roles, pairing, ids, names, blank text, declared tools."""
+"""The rules of an Anthropic Messages request: roles, pairing, ids, names, blank text, declared tools,
+cache breakpoints (four at most, none on thinking; and, against the previous request, one within the
+20 blocks after the deepest breakpoint it still shares, or it reads none of what that one wrote)."""
 
 from __future__ import annotations
 
@@ -7,10 +9,18 @@ from collections.abc import Mapping
 from typing import Any
 
 from turnmemory.providers._render import is_blank, missing_names
-from turnmemory.providers.anthropic import blocks, replayed_tool_names
+from turnmemory.providers.anthropic import (
+    LOOKBACK,
+    MAX_BREAKPOINTS,
+    block_positions,
+    blocks,
+    replayed_tool_names,
+    shared_breakpoint,
+    unmarked,
+)
 from turnmemory.providers.check._rules import ToolIds, adjacent_pairing, duplicates, json_object, turn_ids
 
-__all__ = ["problems"]
+__all__ = ["lookback_problems", "problems"]
 
 _ID = re.compile(r"[a-zA-Z0-9_-]+")
 _NAME = re.compile(r"[a-zA-Z0-9_-]{1,64}")
@@ -32,8 +42,74 @@ def problems(body: Mapping[str, Any], *, require_tools: bool | None = None) -> l
     out.extend(adjacent_pairing(exchanges, call="tool_use", result="tool_result"))
     out.extend(duplicates(ids, "tool_use"))
     out.extend(_final_problems(messages))
+    out.extend(_cache_problems(body))
     if require_tools if require_tools is not None else ("model" in body or "tools" in body):
         out.extend(_tools_problems(body, bool(ids)))
+    return out
+
+
+def lookback_problems(body: Mapping[str, Any], previous: Mapping[str, Any]) -> list[str]:
+    """The look-back rule against the ``previous`` request of the conversation: when ``body`` still
+    shares the prefix up to one of its breakpoints, a breakpoint of ``body`` must lie within
+    :data:`LOOKBACK` blocks after it, or nothing ``previous`` wrote is read."""
+    old, new = _messages(previous), _messages(body)
+    marks = _marked_positions(new)
+    shared = shared_breakpoint(
+        [unmarked(dict(m)) for m in new], [unmarked(dict(m)) for m in old], _marked_positions(old)
+    )
+    if shared is None or not marks or any(shared <= point <= shared + LOOKBACK for point in marks):
+        return []
+    i, j = block_positions(old)[shared]
+    return [
+        f"cache_control: no breakpoint within {LOOKBACK} blocks after messages[{i}].content[{j}], "
+        "the deepest breakpoint this request shares with the previous one; it reads none of its cache"
+    ]
+
+
+def _messages(body: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    messages = body.get("messages")
+    return [m for m in messages if isinstance(m, Mapping)] if isinstance(messages, list) else []
+
+
+def _marked_positions(messages: list[Mapping[str, Any]]) -> list[int]:
+    """Block positions of the message blocks that carry ``cache_control``."""
+    return [
+        point
+        for point, (i, j) in enumerate(block_positions(messages))
+        if isinstance(block := blocks(messages[i])[j], Mapping) and "cache_control" in block
+    ]
+
+
+def _cache_problems(body: Mapping[str, Any]) -> list[str]:
+    """At most :data:`MAX_BREAKPOINTS` ``cache_control`` markers, each ``ephemeral`` with a 5m or 1h
+    ``ttl``, and none on a thinking block."""
+    out: list[str] = []
+    places: list[tuple[str, object]] = []
+    for key in ("tools", "system"):
+        listed = body.get(key)
+        if isinstance(listed, list):
+            places.extend((f"{key}[{j}]", block) for j, block in enumerate(listed))
+    for i, message in enumerate(_messages(body)):
+        places.extend((f"messages[{i}].content[{j}]", block) for j, block in enumerate(blocks(message)))
+    marked = [
+        (where, block) for where, block in places if isinstance(block, Mapping) and "cache_control" in block
+    ]
+    if len(marked) > MAX_BREAKPOINTS:
+        out.append(f"cache_control: {len(marked)} breakpoints, at most {MAX_BREAKPOINTS} are allowed")
+    for where, block in marked:
+        assert isinstance(block, Mapping)
+        control = block["cache_control"]
+        if block.get("type") in ("thinking", "redacted_thinking"):
+            out.append(f"{where}: a thinking block cannot carry cache_control")
+        if (
+            not isinstance(control, Mapping)
+            or control.get("type") != "ephemeral"
+            or control.get("ttl", "5m") not in ("5m", "1h")
+            or set(control) - {"type", "ttl"}
+        ):
+            out.append(
+                f'{where}: cache_control must be {{"type": "ephemeral"}} with an optional ttl of 5m or 1h'
+            )
     return out
 
 

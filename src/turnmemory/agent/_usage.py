@@ -1,0 +1,147 @@
+"""Where each token goes: cache reads, cache writes and uncached input of every request, by turn and
+session, each cache miss with its cause, and their cost at the configured prices.
+
+A request *misses* when it reads less than the previous request read and wrote (the check
+anthropics/claude-code#63930 proposes for a healthy session); the very first request misses when it
+writes anything. The cause is what changed:
+
+- ``model_switch``: another provider or model since the last request (each model has its own cache);
+- ``tools_changed``: the tool list changed (tools come first in every cached prefix);
+- ``compaction``: the oldest turns were summarized or dropped (or, within a turn, the in-turn reducer
+  cleared old tool results);
+- ``cache_expiry``: the pause since the last request was longer than the cache lifetime;
+- ``turn_boundary``: the finished turn was replaced by its TurnMemory (the spec's boundary rewrite);
+- ``first_request``: nothing was cached yet in this process.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Literal
+
+from turnmemory.llm import Usage
+
+__all__ = ["MISS_CAUSES", "MissCause", "RequestUsage", "UsageLedger", "cost"]
+
+MissCause = Literal[
+    "first_request", "turn_boundary", "cache_expiry", "tools_changed", "compaction", "model_switch"
+]
+MISS_CAUSES: tuple[MissCause, ...] = (
+    "first_request",
+    "turn_boundary",
+    "cache_expiry",
+    "tools_changed",
+    "compaction",
+    "model_switch",
+)
+
+DEFAULT_TTL = 300.0
+"""Seconds a prompt-cache entry lives unused (Anthropic's and OpenAI's in-memory default, 5 minutes)."""
+
+
+@dataclass(frozen=True, slots=True)
+class RequestUsage:
+    """One request's reported usage, and the cause of its cache miss (``None``: it read what it could)."""
+
+    usage: Usage
+    miss: MissCause | None = None
+
+    def to_dict(self) -> dict[str, object]:
+        """The request as ``run --format json`` and the session store give it."""
+        return {**usage_dict(self.usage), "miss": self.miss}
+
+
+def usage_dict(usage: Usage) -> dict[str, int]:
+    """A usage's counts by name, uncached input included."""
+    return {
+        "input_tokens": usage.input_tokens,
+        "output_tokens": usage.output_tokens,
+        "cached_tokens": usage.cached_tokens,
+        "cache_write_tokens": usage.cache_write_tokens,
+        "uncached_tokens": usage.uncached_tokens,
+    }
+
+
+def cost(usage: Usage, prices: Mapping[str, float]) -> float:
+    """USD for ``usage`` at ``prices`` per million tokens: ``input``, ``output``, ``cached_input`` (reads;
+    default the input price) and ``cache_write`` (default the input price)."""
+    per = {key: value / 1_000_000 for key, value in prices.items()}
+    base = per.get("input", 0.0)
+    return (
+        usage.uncached_tokens * base
+        + usage.cached_tokens * per.get("cached_input", base)
+        + usage.cache_write_tokens * per.get("cache_write", base)
+        + usage.output_tokens * per.get("output", 0.0)
+    )
+
+
+@dataclass(slots=True)
+class UsageLedger:
+    """The requests of one process's session, labelled as they come.
+
+    Call :meth:`turn_started` before a turn with what changed since the last one, then :meth:`add`
+    for each reported usage, in order.
+    """
+
+    ttl: float = DEFAULT_TTL
+    earlier: Usage = field(default_factory=Usage)
+    """What the session's stored turns reported before this process took it up."""
+    requests: list[RequestUsage] = field(default_factory=list)
+    turn: list[RequestUsage] = field(default_factory=list)
+    _boundary: MissCause | None = "first_request"
+    _last_time: float | None = None
+
+    def turn_started(self, now: float, *, model_switch: bool, tools_changed: bool, compacted: bool) -> None:
+        """A turn starts at ``now`` (seconds, monotonic): what its first request's miss would be due to."""
+        self.turn = []
+        if self._last_time is None:
+            self._boundary = "first_request"
+        elif model_switch:
+            self._boundary = "model_switch"
+        elif tools_changed:
+            self._boundary = "tools_changed"
+        elif compacted:
+            self._boundary = "compaction"
+        elif now - self._last_time > self.ttl:
+            self._boundary = "cache_expiry"
+        else:
+            self._boundary = "turn_boundary"
+
+    def add(self, usage: Usage, now: float) -> RequestUsage:
+        """One request's usage, with its miss cause: a request misses when it reads less than the
+        previous request read and wrote (the first one ever, when it writes anything)."""
+        miss: MissCause | None = None
+        if not self.requests:
+            miss = "first_request" if usage.cache_write_tokens else None
+        else:
+            previous = self.requests[-1].usage
+            if usage.cached_tokens < previous.cached_tokens + previous.cache_write_tokens:
+                if self.turn:  # within a turn only the in-turn reducer rewrites what was sent
+                    expired = self._last_time is not None and now - self._last_time > self.ttl
+                    miss = "cache_expiry" if expired else "compaction"
+                else:
+                    miss = self._boundary
+        entry = RequestUsage(usage, miss)
+        self.turn.append(entry)
+        self.requests.append(entry)
+        self._last_time = now
+        return entry
+
+    @property
+    def turn_total(self) -> Usage:
+        """The usage of the current (or last) turn's requests."""
+        return sum((entry.usage for entry in self.turn), Usage())
+
+    @property
+    def session_total(self) -> Usage:
+        """The usage of the whole session: its stored turns and every request since."""
+        return sum((entry.usage for entry in self.requests), self.earlier)
+
+    def misses(self) -> dict[MissCause, int]:
+        """How many requests missed, by cause."""
+        counts: dict[MissCause, int] = {}
+        for entry in self.requests:
+            if entry.miss is not None:
+                counts[entry.miss] = counts.get(entry.miss, 0) + 1
+        return counts
