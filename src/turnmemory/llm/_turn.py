@@ -79,7 +79,7 @@ class Turn:
         self._max_tool_turns = max_tool_turns
         self._deadline = deadline
         self._ends_at = None if deadline is None else time.monotonic() + deadline
-        self._reducer = Reducer(sdk.wire, accounting)
+        self._reducer = Reducer(sdk.wire, accounting, arguments=sdk.options()["arguments"])
         self.pending = pending
         self.items: list[Item] = []
         self._answering: tuple[Sequence[Call], list[ToolResult]] = ((), [])
@@ -123,7 +123,9 @@ class Turn:
             return Outcome(reply.stop)
         yield from self.execute(reply)
         self._tool_turns += 1
-        return Outcome("tool_limit") if self._tool_turns >= self._max_tool_turns else None
+        if self._tool_turns < self._max_tool_turns:
+            return None
+        return Outcome("tool_limit", f"the turn reached its limit of {self._max_tool_turns} tool rounds")
 
     def request(self) -> tuple[dict[str, Any], list[ToolSpec]]:
         """The next request, and the tools it declares (placeholders for replayed tools not offered)."""
@@ -148,7 +150,7 @@ class Turn:
         if reducer.fits(size):
             return request, size
         reduction = reducer.reduce(size, self.pending, self.items)
-        if reduction.results or reduction.arguments:
+        if reduction.changed:
             self.pending, self.items = (
                 reduction.items[: len(self.pending)],
                 reduction.items[len(self.pending) :],
