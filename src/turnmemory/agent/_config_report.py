@@ -187,6 +187,14 @@ def describe_config(
     ):
         source = f"{file}: {name}" if configured is not None else "default for the model"
         settings.append(Setting(name, f"{value:,} tokens", source))
+    for name, value, unit in (
+        ("max_tool_rounds", config.max_tool_rounds, "rounds per turn"),
+        ("max_calls_per_response", config.max_calls_per_response, "calls"),
+        ("max_argument_bytes", config.max_argument_bytes, "bytes per call"),
+    ):
+        flag = (f"--{name.replace('_', '-')}", flags.get(name))
+        source = _first(value, flag, (f"{file}: {name}", table.get(name)))
+        settings.append(Setting(name, f"{value:,} {unit}", source))
     settings.append(
         Setting(
             "compaction",

@@ -62,6 +62,15 @@ _Deadline = Annotated[
     typer.Option("--deadline", help="Seconds a turn may take, tools included (default: none)."),
 ]
 
+_MaxToolRounds = Annotated[
+    int | None,
+    typer.Option(
+        "--max-tool-rounds",
+        min=1,
+        help="Tool rounds one turn may run before it ends incomplete (default: config, then 10000).",
+    ),
+]
+
 
 def _fail(message: str) -> typer.Exit:
     print(f"turnmemory: {message}", file=sys.stderr)
@@ -99,6 +108,7 @@ def run(
     sandbox: _Sandbox = None,
     timeout: _Timeout = None,
     deadline: _Deadline = None,
+    max_tool_rounds: _MaxToolRounds = None,
     config: _Config = None,
     workspace: _Workspace = None,
 ) -> None:
@@ -126,6 +136,7 @@ def run(
             sandbox=sandbox,
             timeout=timeout,
             deadline=deadline,
+            max_tool_rounds=max_tool_rounds,
         )
         request = RunRequest(
             prompt=text,
@@ -159,6 +170,7 @@ def chat(
     sandbox: _Sandbox = None,
     timeout: _Timeout = None,
     deadline: _Deadline = None,
+    max_tool_rounds: _MaxToolRounds = None,
     config: _Config = None,
     workspace: _Workspace = None,
 ) -> None:
@@ -180,6 +192,7 @@ def chat(
             sandbox=sandbox,
             timeout=timeout,
             deadline=deadline,
+            max_tool_rounds=max_tool_rounds,
         )
         status = run_chat(
             settings,

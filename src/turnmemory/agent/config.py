@@ -11,6 +11,9 @@
     context_window = 200000              # tokens; default: the model's, from turnmemory.llm.CONTEXT_WINDOWS
     context_reserve = 8192               # tokens a request leaves for the output
     clear_at_least = 40000               # fewest tokens the in-turn reducer clears at a time
+    max_tool_rounds = 10000              # tool rounds one turn may run (--max-tool-rounds)
+    max_calls_per_response = 100         # calls of one response that run; the model is told of the rest
+    max_argument_bytes = 1000000         # largest arguments of one call that run (bytes of JSON)
     compaction = "summary"               # or "drop", or "off": what happens to the oldest turns
 
     [providers.openai_chat]              # per-provider settings
@@ -59,7 +62,12 @@ from typing import Any
 from turnmemory.agent.compaction import COMPACTION_MODES, CompactionMode
 from turnmemory.agent.permissions import Rule, parse_rules
 from turnmemory.agent.sandbox import SANDBOX_MODES, SandboxMode
-from turnmemory.llm import ContextLimits
+from turnmemory.llm import (
+    DEFAULT_MAX_ARGUMENT_BYTES,
+    DEFAULT_MAX_CALLS,
+    DEFAULT_MAX_TOOL_TURNS,
+    ContextLimits,
+)
 from turnmemory.replay import IdStyle
 
 __all__ = [
@@ -98,6 +106,8 @@ _SECONDS_KEYS = ("timeout", "connect_timeout", "deadline")
 """Top-level keys in seconds: read and connect timeouts of provider requests, the deadline of a turn."""
 _TOKEN_KEYS = ("context_window", "context_reserve", "clear_at_least")
 """Top-level keys in tokens: the model's context window, the output reserve, the reducer's chunk."""
+_COUNT_KEYS = ("max_tool_rounds", "max_calls_per_response", "max_argument_bytes")
+"""Top-level whole-number limits: tool rounds per turn, calls per response, bytes of one call's arguments."""
 _TOP_KEYS = frozenset(
     {
         "provider",
@@ -110,6 +120,7 @@ _TOP_KEYS = frozenset(
         "compaction",
         *_SECONDS_KEYS,
         *_TOKEN_KEYS,
+        *_COUNT_KEYS,
     }
 )
 _PROVIDER_KEYS = frozenset({"model", "base_url", "api_key", "region", "prices"})
@@ -156,6 +167,12 @@ class AgentConfig:
     """Tokens a request leaves for the output (``None``: the client's default)."""
     clear_at_least: int | None = None
     """Fewest tokens the in-turn reducer clears at a time (``None``: a fifth of the window)."""
+    max_tool_rounds: int = DEFAULT_MAX_TOOL_TURNS
+    """Tool rounds one turn may run before it ends ``tool_limit``."""
+    max_calls_per_response: int = DEFAULT_MAX_CALLS
+    """Calls of one response that run; the model is told of the others that they did not."""
+    max_argument_bytes: int = DEFAULT_MAX_ARGUMENT_BYTES
+    """The largest arguments of one call that run (UTF-8 bytes of their compact JSON)."""
     compaction: CompactionMode = "summary"
     """What happens to the oldest turns when the history nears the window."""
     prices: Mapping[str, float] | None = None
@@ -183,6 +200,9 @@ class AgentConfig:
             timeout=self.timeout,
             connect_timeout=self.connect_timeout,
             deadline=self.deadline,
+            max_tool_rounds=self.max_tool_rounds,
+            max_calls_per_response=self.max_calls_per_response,
+            max_argument_bytes=self.max_argument_bytes,
         )
 
 
@@ -204,6 +224,7 @@ def load_config(
     sandbox: str | None = None,
     timeout: float | None = None,
     deadline: float | None = None,
+    max_tool_rounds: int | None = None,
 ) -> AgentConfig:
     """Resolve the settings from flags (the arguments), ``env``, the config file and defaults."""
     env = os.environ if env is None else env
@@ -224,8 +245,12 @@ def load_config(
     mode, readable = _sandbox(table, sandbox or env.get("TURNMEMORY_SANDBOX"), str(path))
     flags = {"timeout": timeout, "deadline": deadline}
     timeout, connect_timeout, deadline = _seconds(table, str(path), flags)
+    rounds, calls, argument_bytes = _counts(table, str(path), {"max_tool_rounds": max_tool_rounds})
     return replace(
         config,
+        max_tool_rounds=rounds,
+        max_calls_per_response=calls,
+        max_argument_bytes=argument_bytes,
         sandbox=mode,
         sandbox_readable=readable,
         timeout=timeout,
@@ -378,6 +403,21 @@ def _seconds(
             raise ConfigError(f"{source} must be a positive number of seconds, got {value!r}")
         chosen[key] = None if value is None else float(value)
     return chosen["timeout"], chosen["connect_timeout"], chosen["deadline"]
+
+
+def _counts(table: Mapping[str, Any], where: str, flags: Mapping[str, int | None]) -> tuple[int, int, int]:
+    """Tool rounds per turn, calls per response and bytes of one call's arguments: flags first, then
+    the config file's keys, then the client's defaults."""
+    defaults = (DEFAULT_MAX_TOOL_TURNS, DEFAULT_MAX_CALLS, DEFAULT_MAX_ARGUMENT_BYTES)
+    chosen: list[int] = []
+    for key, default in zip(_COUNT_KEYS, defaults, strict=True):
+        flag = flags.get(key)
+        value = flag if flag is not None else table.get(key, default)
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            source = f"--{key.replace('_', '-')}" if flag is not None else f"{where}: {key}"
+            raise ConfigError(f"{source} must be a whole number of at least 1, got {value!r}")
+        chosen.append(value)
+    return chosen[0], chosen[1], chosen[2]
 
 
 def _credentials(
