@@ -19,25 +19,26 @@ $(STAMP): $(BIN)/python pyproject.toml
 
 demo: $(STAMP)
 	@echo "==> the demo: one turn's TurnMemory, then each history strategy on real sessions"
-	$(BIN)/python -m turnmemory.demo
+	$(BIN)/python scripts/demo.py
 
 bench: $(STAMP)
 	$(BIN)/pip install --quiet -r benchmarks/requirements.txt
 	$(BIN)/python benchmarks/perf.py
+	$(BIN)/python benchmarks/formatter.py
 	$(BIN)/python benchmarks/langchain_compare.py
 	$(BIN)/python benchmarks/frameworks.py
 	$(BIN)/python benchmarks/context_size.py
 	$(BIN)/python benchmarks/startup.py
 
 lint: $(STAMP)
-	$(BIN)/ruff check src tests benchmarks
-	$(BIN)/ruff format --check src tests benchmarks
+	$(BIN)/ruff check src tests benchmarks scripts
+	$(BIN)/ruff format --check src tests benchmarks scripts
 
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
 test: $(STAMP)
-	$(BIN)/ruff check src tests benchmarks
+	$(BIN)/ruff check src tests benchmarks scripts
 	$(BIN)/mypy
 	$(BIN)/python -m pytest -n 2
 

@@ -1,13 +1,12 @@
 """Performance of the memory layer at session scale, measured side by side in one run.
 
-    .venv/bin/python benchmarks/perf.py [--sizes 10,100,1000,10000] [--quick] [--per-turn 100,1000,10000]
+    .venv/bin/python benchmarks/perf.py [--sizes 10,100,1000,10000] [--quick]
 
 Prints tables: recorder cost per event against ``json.dumps`` of the event's input; ``finish()`` per turn;
 ``Message.from_dict`` of a persisted session; ``to_request`` per provider, cold and per new turn (an
 incremental formatter against a cold re-format, with byte-identical output); the cold build against a
-``json.dumps`` of the request it returns; peak memory; the incremental formatter's cost per new turn over
-the last turns of a conversation, against one copy of the list it returns. Absolute times drift between
-machines: read the ratios.
+``json.dumps`` of the request it returns; peak memory (``formatter.py`` follows the incremental formatter
+over a conversation's last turns). Absolute times drift between machines: read the ratios.
 """
 
 from __future__ import annotations
@@ -222,70 +221,6 @@ def _incremental(module: Any, history: list[tm.Message], repeat: int) -> tuple[f
     return min(times), identical
 
 
-ITEMS = {
-    "anthropic": "messages",
-    "openai_chat": "messages",
-    "openai_responses": "input",
-    "gemini": "contents",
-    "bedrock": "messages",
-}
-"""The request key of each provider's item list."""
-
-
-def bench_per_turn(sizes: list[int], turns: int = 20) -> None:
-    """The incremental formatter's cost per new turn, as one conversation grows through its last ``turns``
-    turns, against one copy of the list it returns (what every request costs at least) and a cold build."""
-    rows: list[list[str]] = []
-    for size in sizes:
-        history = synthetic.session(size)
-        last = len(history) - 1  # the final user message: the request of the turn after the session
-        for name in providers.PROVIDERS:
-            module = getattr(providers, name)
-            formatter = module.Formatter()
-            ends = list(range(last - 2 * turns, last + 1, 2))  # each request ends with a user message
-            formatter.to_request(history[: ends[0] + 1])
-            per_turn: list[float] = []
-            copies: list[float] = []
-            for end in ends[1:]:
-                messages = history[: end + 1]
-                gc.disable()
-                start = time.perf_counter()
-                request = formatter.to_request(messages)
-                middle = time.perf_counter()
-                list(request[ITEMS[name]])
-                copies.append(time.perf_counter() - middle)
-                per_turn.append(middle - start)
-                gc.enable()
-            cold = best_of(lambda m=module, h=history: m.to_request(h), repeat=1 if size > 1000 else 3)
-            turn, copy = sorted(per_turn)[len(per_turn) // 2], sorted(copies)[len(copies) // 2]
-            rows.append(
-                [
-                    f"{size:,}",
-                    name,
-                    fmt_time(turn),
-                    fmt_time(copy),
-                    fmt_time(max(turn - copy, 0.0)),
-                    fmt_time(cold),
-                    f"{cold / turn:.0f}x",
-                    f"{len(request[ITEMS[name]]):,}",
-                ]
-            )
-    table(
-        f"Per new turn, over a conversation's last {turns} turns (median)",
-        [
-            "turns",
-            "provider",
-            "per new turn",
-            "one list copy",
-            "beyond the copy",
-            "cold",
-            "cold / turn",
-            "items",
-        ],
-        rows,
-    )
-
-
 def main() -> None:
     """Run every benchmark and print the tables."""
     parser = argparse.ArgumentParser(
@@ -293,17 +228,13 @@ def main() -> None:
     )
     parser.add_argument("--sizes", default="10,100,1000,10000", help="session lengths in turns")
     parser.add_argument("--quick", action="store_true", help="sizes 10,100,1000 only")
-    parser.add_argument("--per-turn", default="100,1000,10000", help="session lengths for the per-turn table")
     args = parser.parse_args()
     sizes = [10, 100, 1000] if args.quick else [int(s) for s in args.sizes.split(",")]
-    per_turn = [int(s) for s in args.per_turn.split(",") if s]
     print(
         f"# turnmemory performance — Python {platform.python_version()} on {platform.machine()}, {platform.processor() or 'cpu'}"
     )
     bench_recorder()
     bench_sizes(sizes)
-    if per_turn:
-        bench_per_turn(per_turn)
 
 
 if __name__ == "__main__":

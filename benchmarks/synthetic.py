@@ -134,8 +134,8 @@ Turn = list[str | ToolEvent | None]
 """The events of one assistant turn, as ``turn_script`` yields them."""
 
 
-def record_turn(events: Turn) -> tm.Message:
-    """Record one assistant turn with the real recorder."""
+def recorded(events: Turn) -> tm.TurnRecorder:
+    """A real recorder fed one assistant turn (not finished yet: its segments are still there)."""
     rec = tm.TurnRecorder(WORKSPACE)
     for event in events:
         if event is None:
@@ -145,7 +145,12 @@ def record_turn(events: Turn) -> tm.Message:
         else:
             rec.tool_start(event.call_id, event.name, event.arguments)
             rec.tool_end(event.call_id, output=event.output, error=event.error)
-    return rec.finish()
+    return rec
+
+
+def record_turn(events: Turn) -> tm.Message:
+    """Record one assistant turn with the real recorder."""
+    return recorded(events).finish()
 
 
 def traced_session(turns: int, tools_per_turn: int = 20, seed: int = 7) -> list[tuple[str, Turn]]:

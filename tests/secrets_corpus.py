@@ -35,10 +35,15 @@ class Shape:
 
 
 def visible(text: str) -> str:
-    """``text`` as a reader sees it: NFKC, with format characters removed."""
+    """``text`` as a reader sees it: NFKC, with format characters removed, Cyrillic look-alikes of
+    Latin letters read as those."""
     return "".join(
         unicodedata.normalize("NFKC", c) for c in text if unicodedata.category(c) not in ("Cf", "Cc", "Mn")
-    )
+    ).translate(_LOOK_ALIKES)
+
+
+_LOOK_ALIKES = str.maketrans("АВСЕНКМОРТХаеорсух", "ABCEHKMOPTXaeopcyx")
+CYRILLIC_A = "\u0410"
 
 
 class _Maker:
@@ -214,6 +219,34 @@ def _build() -> list[Shape]:
     ghp = "ghp_" + b(36)
     m.add(k, "control character", f"echo {ghp[:12]}\x00{ghp[12:]}", ghp, ghp[12:])
 
+    ghp = "ghp_" + b(36)
+    hexed = ghp.encode().hex()
+    m.add(k, "hex-encoded token", f"echo {hexed} | xxd -r -p > ~/.gh-token", hexed, hexed[20:60])
+    ghp = "ghp_" + b(36)
+    escaped = "".join(f"\\x{byte:02x}" for byte in ghp.encode())
+    m.add(k, "\\x-escaped token", f"printf '{escaped}' > ~/.gh-token", escaped, escaped[40:120])
+    ghp = "ghp_" + b(36)
+    m.add(
+        k,
+        "token split by a continuation",
+        f"export GH_TOKEN={ghp[:14]}\\\n{ghp[14:]} && gh auth status",
+        ghp[14:],
+    )
+    ghp = "ghp_" + b(36)
+    homoglyph = ghp[:12] + CYRILLIC_A + ghp[13:]
+    m.add(
+        k,
+        "cyrillic homoglyph in ghp",
+        f"git clone https://{homoglyph}@github.com/a/b",
+        homoglyph,
+        homoglyph[13:],
+    )
+    ant = "sk-ant-api03-" + b(40, URLSAFE)
+    homoglyph = ant[:20] + "\u0435" + ant[21:]
+    m.add(
+        k, "cyrillic homoglyph in sk-ant", f"ANTHROPIC_API_KEY={homoglyph} claude", homoglyph, homoglyph[21:]
+    )
+
     # 5. Order of sanitizers: normalization and windowing.
     k = "order"
     p = pw()
@@ -257,7 +290,36 @@ def _build() -> list[Shape]:
     zap = f"{b(7, string.digits)}/{b(6, 'abcdefghijklmnopqrstuvwxyz0123456789')}"
     m.add(k, "zapier hook", f"curl https://hooks.zapier.com/hooks/catch/{zap}/", zap)
 
-    # 7. Other stores: what a preview or diff shows.
+    jwt = "eyJ" + b(20, URLSAFE) + ".eyJ" + b(60, URLSAFE) + "." + b(43, URLSAFE)
+    m.add(k, "jwt in a url path", f"https://app.example.com/auth/callback/{jwt}/done", jwt, jwt[-20:])
+    bare = "eyJ" + b(20, URLSAFE) + ".eyJ" + b(60, URLSAFE)
+    m.add(k, "unsigned jwt in a path", f"/var/cache/sessions/{bare}", bare, bare[:23], bare[-20:])
+    ghp = "ghp_" + b(36)
+    m.add(k, "zwj ghp in a url path", f"https://ci.example/{ghp[:9]}{ZWJ}{ghp[9:]}/logs", ghp, ghp[9:])
+
+    # 7. Multi-line commands: continuations, heredocs, scripts.
+    k = "multi-line"
+    p = pw()
+    m.add(
+        k,
+        "curl -u after a continuation",
+        f"set -e\ncurl -sf \\\n  -u deploy:{p} \\\n  https://api.example/v1",
+        p,
+    )
+    p = pw()
+    m.add(k, "mysql -p after continuations", f"mysql \\\n  -h db.internal \\\n  -p{p} \\\n  shop", p)
+    p = pw()
+    m.add(
+        k, "docker login across lines", f"docker login \\\n  -u ci \\\n  -p {p} \\\n  registry.example.com", p
+    )
+    p = pw()
+    m.add(k, "heredoc env file", f"cat > .env <<'EOF'\nDB_HOST=db\nDB_PASSWORD={p}\nEOF\n./run", p)
+    token = b(40)
+    m.add(k, "script with an api token", f"#!/bin/sh\nset -eu\nexport API_TOKEN={token}\nmake deploy", token)
+    p = pw()
+    m.add(k, "yaml in a heredoc", f"cat <<EOF > config.yml\ndatabase:\n  password: {p}\n  user: app\nEOF", p)
+
+    # 8. Other stores: what a preview or diff shows.
     k = "preview"
     line = b(64, B64)
     m.add(k, "pem body line", f"keys/server.pem:2:{line}", line)
@@ -301,4 +363,4 @@ CORPUS: tuple[Shape, ...] = tuple(_build())
 """Every shape, in class order."""
 
 CLASSES: tuple[str, ...] = tuple(dict.fromkeys(shape.kind for shape in CORPUS))
-"""The classes of the issue: argument, assignment, glued, evasion, order, url path, preview."""
+"""The classes: argument, assignment, glued, evasion, order, url path, multi-line, preview."""

@@ -12,7 +12,7 @@ import re
 from functools import lru_cache
 from typing import Any
 
-from turnmemory.redaction import REDACTED, generation, redact
+from turnmemory.redaction import CONTINUATION, REDACTED, generation, redact
 
 __all__ = [
     "MAX_FIELD_BYTES",
@@ -32,7 +32,7 @@ _ELLIPSIS = "..."
 _RAW_CHARS = 1 << 20  # longer inputs are cut (on a word boundary) before anything else
 _SCAN_CHARS = 65536  # after whitespace is collapsed: only the first 256 bytes can survive anyway
 _TOKEN_CHARS = 1024  # the longest token a cut inside a word may have split
-_CONTROL = re.compile(r"[\x00-\x08\x0b\x0e-\x1f\x7f]")
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0e-\x1f\x7f-\x9f]")
 _WORD = re.compile(r"\S*")
 # What a terminal acts on instead of printing: C0 (but tab and newline), DEL, C1 (U+0080-U+009F, where
 # U+009B is a one-character CSI), the bidirectional overrides and isolates that reorder what is shown,
@@ -78,9 +78,11 @@ def cut_utf8(text: str, limit: int) -> str:
 def bound_text(text: str, limit: int = MAX_FIELD_BYTES) -> str:
     """Make ``text`` fit a retained field: secrets redacted, whitespace collapsed, at most ``limit`` bytes.
 
-    Control characters are dropped and whitespace collapsed first (so that neither can split a
-    secret), then long text is cut on a word boundary, redacted, and cut to ``limit`` bytes on a
-    character boundary, ending in ``...``. The result may be empty.
+    Control characters are dropped, line continuations joined and whitespace collapsed first (so
+    that none of them can split a secret; line breaks are kept until the text is redacted, so the
+    redactor reads its lines as it does everywhere else), then long text is cut on a word boundary,
+    redacted, and cut to ``limit`` bytes on a character boundary, ending in ``...``. The result may be
+    empty.
     """
     if len(text) <= _CACHED_CHARS:
         return _bound_short(text, limit, generation())
@@ -97,12 +99,19 @@ def _bound_short(text: str, limit: int, rules: int) -> str:
 
 def _bound(text: str, limit: int) -> str:
     text, raw_split = _window(text, _RAW_CHARS)
-    text = " ".join(_CONTROL.sub("", text).split())
+    text = _collapse(_CONTROL.sub("", text))
     text, split = _window(text, _SCAN_CHARS)
-    text = _redact_window(text, split or raw_split)
+    text = _redact_window(text, split or raw_split).replace("\n", " ")
     if len(text.encode("utf-8")) <= limit:
         return text
     return cut_utf8(text, limit - len(_ELLIPSIS)) + _ELLIPSIS
+
+
+def _collapse(text: str) -> str:
+    """``text`` with continuations joined and each run of whitespace made one space, or one line
+    break where the run holds one."""
+    lines = CONTINUATION.sub(r"\1", text).split("\n")
+    return "\n".join(filter(None, (" ".join(line.split()) for line in lines)))
 
 
 def redact_prefix(text: str, chars: int) -> str:

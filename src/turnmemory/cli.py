@@ -60,23 +60,16 @@ def _version() -> str:
 
 _AREAS: dict[str, tuple[str, ...]] = {
     "turnmemory.analysis.command": ("analyze",),
-    "turnmemory.agent.command": ("config", "run", "chat", "sessions", "show"),
+    "turnmemory.agent.command": ("config", "run", "chat", "sessions", "show", "rewind"),
 }
 """Each area's module and the subcommands its ``register(app)`` adds, in the order help lists them."""
 
 
 def _registrars(args: list[str]) -> list:  # type: ignore[type-arg]
     """Each area's ``register(app)``, or only the named subcommand's area (the others are not imported:
-    a headless run starts sooner); an area that is not importable yet is skipped."""
+    a headless run starts sooner)."""
     named = [module for module, commands in _AREAS.items() if args and args[0] in commands]
-    found = []
-    for module in named or _AREAS:
-        try:
-            found.append(__import__(module, fromlist=["register"]).register)
-        except ModuleNotFoundError as error:
-            if error.name is None or not module.startswith(error.name):
-                raise
-    return found
+    return [__import__(module, fromlist=["register"]).register for module in named or _AREAS]
 
 
 if __name__ == "__main__":

@@ -92,9 +92,18 @@ def path_target(*keys: str) -> TargetFn:
 
     def target(arguments: Mapping[str, Any], workspace: str | None) -> str | None:
         path = _first_string(arguments, keys)
-        return relativize(redact(path), workspace) if path is not None else None
+        return _redacted_path(path, workspace) if path is not None else None
 
     return target
+
+
+PATH_CHARS = 4096
+"""The longest path a target keeps (``PATH_MAX``): a longer one is cut to it, then redacted."""
+
+
+def _redacted_path(path: str, workspace: str | None) -> str:
+    """``path`` cut to :data:`PATH_CHARS`, redacted, then made workspace-relative."""
+    return relativize(redact_prefix(path, PATH_CHARS), workspace)
 
 
 def pattern_target(pattern_key: str = "pattern", path_key: str = "path") -> TargetFn:
@@ -104,7 +113,7 @@ def pattern_target(pattern_key: str = "pattern", path_key: str = "path") -> Targ
         pattern = _first_string(arguments, (pattern_key,))
         path = _first_string(arguments, (path_key,))
         if path is not None:
-            path = relativize(redact(path), workspace)
+            path = _redacted_path(path, workspace)
         if path in (None, "."):
             return pattern
         if pattern is None:
@@ -201,7 +210,7 @@ def retain(
         if rule.outcome == "file_change":
             changed = output.get("file_changed")
             if isinstance(changed, str) and changed.strip():
-                file_changed = bound_text(relativize(redact(changed), workspace))
+                file_changed = bound_text(_redacted_path(changed, workspace))
         elif rule.outcome == "exit_code":
             code = output.get("exit_code")
             if isinstance(code, int) and not isinstance(code, bool) and code != 0:
@@ -232,7 +241,9 @@ def _retain_mcp(text_offset: int, args: Mapping[str, Any], output: Any, status: 
                 return value
         return ""
 
-    server, tool = normalize_mcp_tool(redact(pick("server")), redact(pick("tool")))
+    server, tool = normalize_mcp_tool(
+        redact_prefix(pick("server"), PATH_CHARS), redact_prefix(pick("tool"), PATH_CHARS)
+    )
     server = bound_text(server, 128) or "unknown"
     return ToolActivity(
         text_offset=text_offset, tool=bound_text(tool, 128) or MCP_TOOL, status=status, server=server

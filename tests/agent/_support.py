@@ -3,8 +3,10 @@ and the three-turn scenario (its files, script and private strings)."""
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import json
+import os
 import re
 import subprocess
 from collections.abc import Callable
@@ -12,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from turnmemory.agent.config import AgentConfig
+from turnmemory.agent.permissions import Access, Permissions, dangerous_reason, parse_rules
 from turnmemory.llm import Client, Event, RetryPolicy, open_client
 from turnmemory.memory import Message
 from turnmemory.testing import FakeProviderServer, Reply, ToolCall
@@ -146,3 +149,49 @@ def three_turn_script() -> list[Reply]:
         Reply(text="It failed."),
         Reply(text="Summary."),
     ]
+
+
+def run_openai_chat(
+    cli: Run,
+    server: FakeProviderServer,
+    *args: str,
+    expect: int | None = 0,
+    extra_env: dict[str, str] | None = None,
+) -> subprocess.CompletedProcess[str]:
+    """``turnmemory run --provider openai_chat`` against the fake server, with more ``args``."""
+    base = ("run", "--provider", "openai_chat", "--base-url", server.base_url("openai_chat"))
+    return cli(*base, *args, expect=expect, extra_env=extra_env)
+
+
+# -- the sessions store, behind its back ------------------------------------------------------------
+
+
+def tamper(url: str, statement: str, params: tuple[Any, ...] = ()) -> int:
+    """Run one SQL statement on a store's tables behind its back (as a disk, a crash or a hand edit
+    would); ``{sessions}`` and ``{events}`` name its tables, ``?`` marks a parameter. Rows changed."""
+    if url.startswith("sqlite://"):
+        import sqlite3
+
+        with contextlib.closing(sqlite3.connect(url.removeprefix("sqlite://"))) as db, db:
+            return db.execute(statement.format(sessions="sessions", events="events"), params).rowcount
+    import psycopg
+
+    sql = statement.replace("%", "%%").replace("?", "%s")
+    with psycopg.connect(url, autocommit=True) as db:
+        tables = {"sessions": "turnmemory_sessions", "events": "turnmemory_events"}
+        return db.execute(sql.format(**tables), params).rowcount
+
+
+# -- bash rules -----------------------------------------------------------------------------------
+
+HERE = os.path.realpath(Path(__file__).parent)
+"""A real directory to decide bash scripts in: it holds no Makefile, package.json or option-named file."""
+
+
+def decide(command: str, *rules: str, workspace: str = HERE, escalated: bool = False) -> tuple[bool, str]:
+    """Whether the rules (``bash:git *`` when none) grant the bash script headless, and the reason."""
+    access = Access(
+        "bash", command, dangerous=dangerous_reason(command), escalation="x" if escalated else None
+    )
+    decision = Permissions(workspace, parse_rules(rules or ("bash:git *",))).decide(access)
+    return decision.allowed, decision.reason

@@ -10,13 +10,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.agent._postgres import Cluster, start_cluster
 from tests.agent._support import MODELS, RecordingView, Run, fast_client
 
 from turnmemory.agent.config import AgentConfig
 from turnmemory.agent.loop import Agent, ClientFactory
 from turnmemory.agent.permissions import Access, Answer, parse_rules
 from turnmemory.agent.sandbox import SandboxMode
-from turnmemory.agent.sessions import SessionStore
+from turnmemory.agent.store import SessionStore, open_store
 from turnmemory.testing import FakeProviderServer
 
 
@@ -29,7 +30,31 @@ def data_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "test-secret")
     monkeypatch.delenv("AWS_SESSION_TOKEN", raising=False)
     monkeypatch.delenv("AWS_PROFILE", raising=False)
+    monkeypatch.delenv("TURNMEMORY_STORE", raising=False)
     return path
+
+
+@pytest.fixture(scope="session")
+def postgres_cluster() -> Iterator[Cluster]:
+    """A throwaway PostgreSQL cluster, started once per test process; skips where none can start."""
+    found = start_cluster()
+    if isinstance(found, str):
+        pytest.skip(found)
+    yield found
+    found.remove()
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def store_url(request: pytest.FixtureRequest, data_dir: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    """The sessions store of the test, on each backend: a SQLite file in the data directory, or an
+    empty schema of the throwaway PostgreSQL cluster; ``$TURNMEMORY_STORE`` names it (the ``cli``
+    fixture passes it on)."""
+    if request.param == "sqlite":
+        url = f"sqlite://{data_dir}/sessions.sqlite3"
+    else:
+        url = request.getfixturevalue("postgres_cluster").fresh_url()
+    monkeypatch.setenv("TURNMEMORY_STORE", url)
+    return url
 
 
 @pytest.fixture
@@ -66,7 +91,7 @@ def make_agent(server: FakeProviderServer, data_dir: Path, workspace: Path) -> I
             sandbox=sandbox,
             **settings,
         )
-        store = SessionStore.open_default()
+        store = open_store(os.environ.get("TURNMEMORY_STORE"))
         stores.append(store)
         return Agent(
             config,
@@ -101,10 +126,13 @@ def cli(data_dir: Path, workspace: Path, tmp_path: Path) -> Run:
     def run(
         *args: str, expect: int | None = 0, extra_env: dict[str, str] | None = None
     ) -> subprocess.CompletedProcess[str]:
+        store = (
+            {"TURNMEMORY_STORE": os.environ["TURNMEMORY_STORE"]} if "TURNMEMORY_STORE" in os.environ else {}
+        )
         done = subprocess.run(
             [sys.executable, "-m", "turnmemory.cli", *args],
             cwd=workspace,
-            env={**env, **(extra_env or {})},
+            env={**env, **store, **(extra_env or {})},
             capture_output=True,
             text=True,
             timeout=60,

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tests.agent._support import HERE, decide
 
 from turnmemory.agent import _bash
 from turnmemory.agent.permissions import (
@@ -26,16 +27,11 @@ from turnmemory.agent.permissions import (
     session_scope,
 )
 
-WS = os.path.realpath(Path(__file__).parent)  # a real directory: redirection targets are resolved in it
+WS = HERE  # a real directory: redirection targets are resolved in it
 
 
 def bash(command: str) -> Access:
     return Access("bash", command, dangerous=dangerous_reason(command))
-
-
-def decide(command: str, *rules: str, workspace: str = WS) -> tuple[bool, str]:
-    decision = Permissions(workspace, parse_rules(rules or ("bash:git *",))).decide(bash(command))
-    return decision.allowed, decision.reason
 
 
 # -- allowed: plain scripts whose every command matches -------------------------------------------
@@ -237,7 +233,10 @@ def test_every_instance_of_every_class_is_denied_with_one_line(kind: str, script
 
 def test_the_refusal_says_what_is_wrong() -> None:
     assert "cat ~/.ssh/id_rsa matches no bash rule" in decide("git status\ncat ~/.ssh/id_rsa")[1]
-    assert "--allow 'bash:cat *'" in decide("git status\ncat ~/.ssh/id_rsa")[1]
+    assert "--allow 'bash:cat ~/.ssh/id_rsa'" in decide("git status\ncat ~/.ssh/id_rsa")[1], (
+        "a command reading outside the workspace is granted only exactly"
+    )
+    assert "--allow 'bash:cat *'" in decide("git status\ncat notes.txt")[1]
     assert "git status\\ncat" in decide("git status\ncat ~/.ssh/id_rsa")[1], "the newline is shown escaped"
     assert "a redirection outside the workspace (../outside/x)" in decide("git log > ../outside/x")[1]
     assert "command substitution" in decide("git log $(cat x)")[1]
@@ -291,7 +290,8 @@ def test_a_pattern_ending_in_a_star_also_matches_the_bare_command() -> None:
         ("npx tsc --noEmit", ["npx tsc *"]),
         ("sed -n 's/a/b/p' notes.txt", ["sed -n s/a/b/p *"]),
         ("sed -e 's/a/b/' x", ["sed -e s/a/b/ x"]),
-        ("rsync -a src/ dst/", ["rsync -a src/ dst/"]),
+        ("rsync -a src/ dst/", ["rsync *"]),
+        ("rsync -e ssh src/ host:dst/", ["rsync -e ssh src/ host:dst/"]),
         ("cargo test", ["cargo test *"]),
         ("npx eslint .", ["npx eslint *"]),
         ("python3 app.py", ["python3 app.py *"]),
@@ -304,7 +304,11 @@ def test_a_pattern_ending_in_a_star_also_matches_the_bare_command() -> None:
         ("bash build.sh", ["bash build.sh *"]),
         ("ls -la", ["ls *"]),
         ("./run.sh fast", ["./run.sh *"]),
-        ("find . -name '*.py'", ["find . -name [*].py"]),
+        ("find . -name '*.py'", ["find *"]),
+        ("find . -exec wc -l {} +", ["find . -exec wc -l {} +"]),
+        ("git -c color.ui=never log", ["git -c color.ui=never log"]),
+        ("cat /etc/hosts", ["cat /etc/hosts"]),
+        ("timeout 60 make test", ["timeout 60 make test"]),
         ("env A=1 make", ["env A=1 make"]),
         ("git status && pytest -q | tail -5", ["git status *", "pytest *", "tail *"]),
         ("git log; git log -1", ["git log *"]),

@@ -25,7 +25,7 @@ from tests.agent._support import (
 from turnmemory import Message, ToolActivity, TurnMemory
 from turnmemory.agent.loop import Agent
 from turnmemory.agent.prompt import system_prompt
-from turnmemory.agent.sessions import SessionStore
+from turnmemory.agent.store import SqliteStore
 from turnmemory.testing import Failure, FakeProviderServer, Reply, ToolCall
 
 
@@ -219,7 +219,7 @@ def test_a_session_killed_mid_turn_keeps_its_completed_turns(
     finally:
         process.kill()  # its command dies with it (see test_shell_lifetime)
         process.wait()
-    with SessionStore(data_dir / "sessions.sqlite3") as store:
+    with SqliteStore(data_dir / "sessions.sqlite3") as store:
         loaded = store.load(session)
     assert [m.content for m in loaded.messages] == ["first", "First answer.", "second"]
     assert loaded.problems == ()

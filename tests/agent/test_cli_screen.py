@@ -85,6 +85,25 @@ def test_config_says_where_each_value_came_from(cli: Run, tmp_path: Path) -> Non
     assert document["session database"]["source"] == "TURNMEMORY_DATA_DIR"
 
 
+def test_config_as_json_gives_values_not_display_strings(cli: Run, tmp_path: Path) -> None:
+    config = tmp_path / "tm.toml"
+    config.write_text(
+        'timeout = 30\ncontext_window = 100000\n[permissions]\nallow = ["bash:git status"]\n'
+        '[mcp.servers.files]\ncommand = "true"\n'
+    )
+    document = json.loads(cli("config", "--config", str(config), "--format", "json").stdout)
+    values = {name: entry["value"] for name, entry in document.items()}
+    assert values["timeout"] == 30 and values["deadline"] is None and values["connect_timeout"] is None
+    assert values["context_window"] == 100_000 and isinstance(values["context_reserve"], int)
+    assert values["allow"] == ["bash:git status"] and values["mcp servers"] == ["files"]
+    assert values["base_url"] is None and values["config file"] == str(config)
+    shown = cli("config", "--config", str(config)).stdout
+    assert "100,000 tokens" in shown and "30 s" in shown  # the text form keeps its units
+    for name, value in values.items():  # no unit or prose where a value is plain
+        if isinstance(value, str) and name != "api key":
+            assert not re.search(r"\d[\d,]* (tokens|s)$|\(|none", value), (name, value)
+
+
 def test_config_without_a_key_still_shows_everything_and_says_what_is_missing(cli: Run) -> None:
     shown = cli("config", extra_env={"ANTHROPIC_API_KEY": ""}, expect=1).stdout
     assert "MISSING: set ANTHROPIC_API_KEY" in shown and "session database" in shown

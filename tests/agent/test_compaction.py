@@ -21,7 +21,7 @@ from tests.agent._support import MODELS, PROVIDERS
 from turnmemory.agent.compaction import MARKER, TRIGGER, Compaction, cut_point
 from turnmemory.agent.config import ConfigError, load_config
 from turnmemory.agent.loop import Agent, _specs, open_agent_client
-from turnmemory.agent.sessions import SessionStore
+from turnmemory.agent.store import open_store
 from turnmemory.memory import Message
 from turnmemory.testing import FakeProviderServer, Reply, ToolCall
 
@@ -263,7 +263,7 @@ def test_config_reads_the_context_settings_and_rejects_bad_ones(tmp_path: Path) 
 
 
 def test_a_malformed_compaction_row_is_skipped_in_one_line(data_dir: Path) -> None:
-    with SessionStore.open_default() as store:
+    with open_store() as store:
         session = store.create("/ws", provider="anthropic", model="m")
         store.add_user_message(session, "hi")
         store.add_compaction(session, {"replaces": 5, "mode": "drop", "turns": 1, "content": f"{MARKER}: x]"})
@@ -318,7 +318,7 @@ def test_compaction_round_trips_and_applies(replaces: int, extra: int, turns: in
 
 
 def test_the_store_replays_compactions_in_order(data_dir: Path) -> None:
-    with SessionStore.open_default() as store:
+    with open_store() as store:
         session = store.create("/ws", provider="anthropic", model="m")
         for n in range(3):
             store.add_user_message(session, f"u{n}")

@@ -9,16 +9,21 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from turnmemory.agent._mcp_catalogue import (
+from turnmemory.agent.mcp import McpError, compact_signature
+from turnmemory.agent.mcp._catalogue import (
+    DESCRIPTION_BYTES,
+    SERVER_PROMPT_BYTES,
+    TOOL_NAME,
     McpTool,
     ServerCatalogue,
+    accepted_tools,
+    catalogue_notes,
     catalogue_text,
     check_tool,
     parse_arguments,
     resolve_call,
     validate_arguments,
 )
-from turnmemory.agent.mcp import McpError, compact_signature
 
 PROPERTY = settings(
     max_examples=50,
@@ -203,3 +208,54 @@ def test_arguments_are_an_object_or_a_json_object_string(value: Any) -> None:
         for given_value in (value, json.dumps(value)):
             with pytest.raises(McpError, match="'arguments' must be"):
                 parse_arguments(given_value)
+
+
+hostile_names = st.text(max_size=80) | st.from_regex(r"[A-Za-z0-9_.-]{1,70}", fullmatch=True)
+listings = st.lists(
+    st.tuples(hostile_names, st.none() | st.text(max_size=300), st.just({"type": "object"})), max_size=60
+)
+
+
+@PROPERTY
+@given(listings, st.integers(min_value=0, max_value=3000))
+def test_a_servers_catalogue_is_bounded_whatever_it_lists(
+    listed: list[tuple[str, str | None, dict[str, Any]]], padding: int
+) -> None:
+    listed = [*listed, *((f"pad_{n}", "d" * 300, {"type": "object"}) for n in range(padding // 10))]
+    tools, rejected = accepted_tools(listed)
+    assert all(TOOL_NAME.fullmatch(tool.name) for tool in tools)
+    assert len({tool.name for tool in tools}) == len(tools) == len(listed) - rejected
+    assert all(len(tool.description.encode()) <= DESCRIPTION_BYTES for tool in tools)
+    server = ServerCatalogue(name="s", tools=tools, rejected=rejected)
+    lines = catalogue_text([server]).splitlines()[1:]
+    tool_lines = [line for line in lines if line.startswith("- ") and not line.startswith("- ... ")]
+    assert sum(len(line.encode()) + 1 for line in tool_lines) <= SERVER_PROMPT_BYTES
+    assert all("\n" not in line and "\x9b" not in line for line in lines)
+    left = len(tools) - len(tool_lines)
+    more = [line for line in lines if line.startswith("- ... ")]
+    assert more == (
+        [f'- ... {left} more tools, not listed here: list_mcp_tools(server="s") lists them all']
+        if left
+        else []
+    )
+    notes = catalogue_notes([server])
+    assert len(notes) == bool(left) + bool(rejected)
+    assert all(note.startswith("MCP server 's'") for note in notes)
+
+
+def test_ten_thousand_tools_add_a_bounded_section_and_one_line_about_the_rest() -> None:
+    tools, rejected = accepted_tools(
+        [(f"tool_{n:05d}", f"Tool number {n}.", {"type": "object"}) for n in range(10_000)]
+        + [("x" * (1 << 20), "a mebibyte of name", {}), ("csi\u009bred", "", {}), ("tool_00001", "again", {})]
+    )
+    assert (len(tools), rejected) == (10_000, 3)
+    text = catalogue_text([ServerCatalogue(name="many", tools=tools, rejected=rejected)])
+    assert len(text.encode()) < SERVER_PROMPT_BYTES + 1024
+    assert text.count("more tools, not listed here") == 1
+    assert (
+        "(3 more tools left out: names that are not 1-64 letters, digits, '_', '.' or '-', or repeated)"
+        in text
+    )
+    assert catalogue_notes([ServerCatalogue(name="many", tools=tools, rejected=rejected)])[0].startswith(
+        "MCP server 'many' offers 10000 tools; the system prompt lists "
+    )

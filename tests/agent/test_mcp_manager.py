@@ -272,6 +272,11 @@ def test_servers_that_fail_to_start_give_clear_errors_and_leave_nothing(tmp_path
         with pytest.raises(McpError) as caught:
             failing.call("missing", "anything", {})
         assert str(caught.value) == missing
+        open_files = len(os.listdir("/proc/self/fd"))
+        for _ in range(3):
+            with pytest.raises(McpError, match="command not found"):
+                failing.call("missing", "anything", {})
+        assert len(os.listdir("/proc/self/fd")) == open_files, "a failed start leaks no pipe"
         with pytest.raises(McpError, match="the server exited during start-up"):
             failing.call("exits", "anything", {})
         assert failing.status()["exits"].startswith("failed: MCP server 'exits' failed to start")

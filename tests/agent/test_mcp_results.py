@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from turnmemory.agent._mcp_results import PREVIEW_BYTES, tool_error, tool_output
+from turnmemory.agent.mcp._results import PREVIEW_BYTES, listing_output, tool_error, tool_output
 
 PROPERTY = settings(
     max_examples=50,
@@ -102,3 +102,24 @@ def test_error_results_are_one_bounded_redacted_line(text: str) -> None:
     assert "\n" not in message
     assert len(message.encode()) <= 1100
     assert "abcdefghijklmnop" not in message
+
+
+@PROPERTY
+@given(st.integers(min_value=0, max_value=400), st.integers(min_value=0, max_value=20_000))
+def test_a_tool_listing_is_inline_or_spilled_whole(tmp_path: Path, count: int, limit: int) -> None:
+    listing = {
+        "server": "many",
+        "tools": [
+            {"name": f"t{n}", "description": "é" * 20, "input_schema": {"type": "object"}}
+            for n in range(count)
+        ],
+    }
+    output = listing_output(listing, spill_dir=tmp_path, limit=limit)
+    if not output.get("truncated"):
+        assert output == listing
+        assert len(json.dumps(listing, ensure_ascii=False, indent=1).encode()) <= limit
+        return
+    assert output["server"] == "many"
+    written = Path(output["spill_file"]).read_bytes()
+    assert json.loads(written) == listing and output["size_bytes"] == len(written)
+    assert written.decode().startswith(output["content"]) and len(output["content"].encode()) <= PREVIEW_BYTES

@@ -21,7 +21,7 @@ from tests.agent._support import body_text
 
 from turnmemory.agent.loop import Agent
 from turnmemory.agent.repl import Repl, ReplCompleter, ReplView
-from turnmemory.agent.sessions import SessionStore
+from turnmemory.agent.store import SqliteStore
 from turnmemory.llm import Event
 from turnmemory.testing import FakeProviderServer, Reply, ToolCall
 
@@ -130,7 +130,7 @@ def test_a_turn_with_a_diff_a_permission_prompt_an_interrupt_and_recovery(
     assert "not run: the turn was interrupted" in recovery, (
         "the interrupted call went to the next turn as pending state"
     )
-    with SessionStore(data_dir / "sessions.sqlite3") as store:
+    with SqliteStore(data_dir / "sessions.sqlite3") as store:
         (summary,) = store.sessions()
         loaded = store.load(summary.id)
     turns = [event.data for event in loaded.events if event.kind == "assistant_turn"]
@@ -155,7 +155,7 @@ def _alive(pid: int) -> bool:
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
-        ("/re", ["/resume"]),
+        ("/re", ["/resume", "/rewind"]),
         ("/m", ["/model", "/memory"]),
         ("look at @sr", ["@src/"]),
         ("look at @src/", ["@src/app.py"]),

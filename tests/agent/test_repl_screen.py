@@ -21,7 +21,7 @@ from turnmemory.agent._attach import MAX_FILE_BYTES, attach_mentions, mentions
 from turnmemory.agent.loop import Agent
 from turnmemory.agent.permissions import Access, Answer, Permissions, parse_rules
 from turnmemory.agent.repl import DIFF_LINES, Repl, ReplView, turn_cost
-from turnmemory.agent.sessions import SessionStore
+from turnmemory.agent.store import SqliteStore
 from turnmemory.llm import Event, Usage
 from turnmemory.testing import FakeProviderServer, Reply, ToolCall
 from turnmemory.testing import Usage as WireUsage
@@ -246,7 +246,7 @@ def test_an_attachment_goes_to_the_request_not_to_the_session(
     assert [m.content for m in agent.messages if m.role == "user"] == ["summarize @notes.md"]
     agent.turn("and now?")
     assert "the attached words" not in body_text(server.requests[1].body)
-    with SessionStore(agent.store.path) as store:
+    with SqliteStore(agent.store.path) as store:
         raw = Path(store.path).read_bytes()
     assert b"the attached words" not in raw
 

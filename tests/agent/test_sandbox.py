@@ -326,6 +326,12 @@ def test_headless_runs_plain_commands_contained_and_refuses_the_rest(
 
     server.push(Reply(tool_calls=[ToolCall("bash", escalate)]), Reply(text="Read it."))
     cli("run", "--base-url", url, "--allow", "bash:cat *", "again")
+    assert SECRET not in body_text(server.requests[-1].body), "a bash pattern alone reads nothing outside"
+    assert f"--allow 'read:{os.path.realpath(machine['other'])}/*'" in body_text(server.requests[-1].body)
+
+    server.push(Reply(tool_calls=[ToolCall("bash", escalate)]), Reply(text="Read it."))
+    read = f"read:{os.path.realpath(machine['other'])}/*"
+    cli("run", "--base-url", url, "--allow", "bash:cat *", "--allow", read, "again")
     assert SECRET in body_text(server.requests[-1].body), "an escalation the rules grant runs on the host"
 
 

@@ -1,8 +1,8 @@
-"""The SQLite sessions store: round trips, listing, prefixes, malformed rows, transcript items."""
+"""The sessions store, on SQLite and on PostgreSQL: round trips, listing, prefixes, malformed rows,
+concurrent writers, transcript items."""
 
 from __future__ import annotations
 
-import sqlite3
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -10,16 +10,24 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from tests.agent._support import tamper
 
 from turnmemory import Message, ToolActivity, TurnMemory, TurnRecorder
-from turnmemory.agent.sessions import PREVIEW_BYTES, SessionStore, data_dir, transcript_items
+from turnmemory.agent.store import (
+    PREVIEW_BYTES,
+    SessionStore,
+    data_dir,
+    open_store,
+    transcript_items,
+)
+from turnmemory.agent.store._records import LATEST_TIME
 
 WS = "/home/dev/repo"
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> Iterator[SessionStore]:
-    with SessionStore(tmp_path / "data" / "sessions.sqlite3") as opened:
+def store(store_url: str) -> Iterator[SessionStore]:
+    with open_store(store_url) as opened:
         yield opened
 
 
@@ -62,20 +70,20 @@ def test_partial_turns_join_the_conversation_and_dropped_pending_does_not(store:
     assert store.load(session).messages == (Message(role="user", content="go"), partial)
 
 
-def test_malformed_rows_are_reported_in_one_line_and_skipped(store: SessionStore) -> None:
+def test_malformed_rows_are_reported_in_one_line_and_skipped(store: SessionStore, store_url: str) -> None:
     session = store.create(WS, provider="p", model="m")
     store.add_user_message(session, "first")
     store.add_assistant_turn(session, _assistant("one"), status="done", transcript=[])
     store.add_user_message(session, "second")
     store.add_assistant_turn(session, _assistant("two"), status="done", transcript=[])
     store.add_user_message(session, "third")
-    with sqlite3.connect(store.path) as raw:
-        raw.execute("UPDATE events SET data = '{broken' WHERE session_id = ? AND seq = 3", (session,))
-        raw.execute(
-            'UPDATE events SET data = \'{"message": {"role": "assistant", "content": 5}}\' '
-            "WHERE session_id = ? AND seq = 5",
-            (session,),
-        )
+    tamper(store_url, "UPDATE {events} SET data = '{{broken' WHERE session_id = ? AND seq = 3", (session,))
+    tamper(
+        store_url,
+        'UPDATE {events} SET data = \'{{"message": {{"role": "assistant", "content": 5}}}}\' '
+        "WHERE session_id = ? AND seq = 5",
+        (session,),
+    )
     loaded = store.load(session)
     assert [m.content for m in loaded.messages] == ["first", "second", "third"]
     assert len(loaded.problems) == 2
@@ -133,13 +141,12 @@ def test_an_ambiguous_prefix_is_refused(store: SessionStore) -> None:
         store.resolve(shared)
 
 
-def test_concurrent_writers_never_collide(tmp_path: Path) -> None:
-    path = tmp_path / "sessions.sqlite3"
-    with SessionStore(path) as setup:
+def test_concurrent_writers_never_collide(store_url: str) -> None:
+    with open_store(store_url) as setup:
         session = setup.create(WS, provider="p", model="m")
 
     def write(n: int) -> None:
-        with SessionStore(path) as mine:
+        with open_store(store_url) as mine:
             for i in range(20):
                 mine.add_user_message(session, f"{n}-{i}")
 
@@ -148,7 +155,7 @@ def test_concurrent_writers_never_collide(tmp_path: Path) -> None:
         thread.start()
     for thread in threads:
         thread.join()
-    with SessionStore(path) as check:
+    with open_store(store_url) as check:
         loaded = check.load(session)
     assert sorted(m.content for m in loaded.messages) == sorted(
         f"{n}-{i}" for n in range(4) for i in range(20)
@@ -159,7 +166,7 @@ def test_concurrent_writers_never_collide(tmp_path: Path) -> None:
 def test_the_data_directory_can_be_overridden(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("TURNMEMORY_DATA_DIR", str(tmp_path / "x"))
     assert data_dir() == tmp_path / "x"
-    with SessionStore.open_default() as opened:
+    with open_store() as opened:
         assert opened.path == tmp_path / "x" / "sessions.sqlite3"
         assert opened.path.stat().st_mode & 0o077 == 0, "the database is private to its owner"
 
@@ -224,3 +231,46 @@ def test_loading_gives_back_what_was_stored(store: SessionStore, messages: list[
             store.add_assistant_turn(session, message, status="done", transcript=[])
     kept = [m for m in messages if m.role == "user" or m.content or m.turn_memory is not None]
     assert list(store.load(session).messages) == kept
+
+
+_COLUMN_VALUES = st.one_of(
+    st.floats(allow_nan=False),
+    st.integers(-(2**63), 2**63 - 1),
+    st.text(max_size=20),
+    st.binary(max_size=20),
+)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(created=_COLUMN_VALUES, updated=_COLUMN_VALUES, event=_COLUMN_VALUES, workspace=_COLUMN_VALUES)
+def test_any_column_value_reads_as_a_time_in_range_or_one_line(
+    tmp_path: Path, created: object, updated: object, event: object, workspace: object
+) -> None:
+    url = f"sqlite://{tmp_path}/property.sqlite3"
+    with open_store(url) as store:
+        session = store.create(WS, provider="p", model="m")
+        store.add_user_message(session, "hello")
+    tamper(
+        url,
+        "UPDATE {sessions} SET created_at = ?, updated_at = ?, workspace = ?",
+        (created, updated, workspace),
+    )
+    tamper(url, "UPDATE {events} SET created_at = ?", (event,))
+    with open_store(url) as store:
+        (listed,) = [s for s in store.sessions() if s.id == session]
+        loaded = store.load(session)
+    for value in (
+        listed.created_at,
+        listed.updated_at,
+        loaded.info.created_at,
+        *(e.created_at for e in loaded.events),
+    ):
+        assert 0 <= value <= LATEST_TIME
+    assert [m.content for m in loaded.messages] == ["hello"], "the session stays readable"
+    for problem in (*listed.problems, *loaded.problems):
+        assert "\n" not in problem and session[:8] in problem
+    time_problems = [p for p in listed.problems if "is not a time" in p]
+    numbers = [v for v in (created, updated) if isinstance(v, (int, float))]  # kept as numbers by SQLite
+    assert len(time_problems) >= sum(not 0 <= v <= LATEST_TIME for v in numbers)
+    if len(numbers) == 2 and all(0 <= v <= LATEST_TIME for v in numbers):
+        assert not time_problems and (listed.created_at, listed.updated_at) == (created, updated)

@@ -1,13 +1,18 @@
 from __future__ import annotations
 
+import importlib.util
 from pathlib import Path
 
 import pytest
 
 import turnmemory as tm
-from turnmemory import demo
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+REPO = Path(__file__).resolve().parents[2]
+EXAMPLES = REPO / "examples"
+_SPEC = importlib.util.spec_from_file_location("demo", REPO / "scripts" / "demo.py")
+assert _SPEC is not None and _SPEC.loader is not None
+demo = importlib.util.module_from_spec(_SPEC)
+_SPEC.loader.exec_module(demo)
 
 
 def test_the_example_turn_keeps_the_changed_file_and_the_failed_command() -> None:

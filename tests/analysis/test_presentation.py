@@ -21,7 +21,7 @@ from tests.analysis._sessions import call, session, turn
 from typer.testing import CliRunner
 
 from turnmemory.analysis import STRATEGIES, analyze_session, build_report, open_meter
-from turnmemory.analysis._plot import MAX_PANELS, draw_report
+from turnmemory.analysis._plot import MAX_PANELS, draw_report, same_lines, tick_label
 from turnmemory.analysis._report import LABELS, LEGEND, Report, compact_number, render_text
 from turnmemory.analysis.command import print_table, register
 
@@ -258,3 +258,54 @@ def test_a_plot_path_without_a_suffix_gets_png_and_says_so(app: typer.Typer, tmp
     written = target.with_suffix(".png")
     assert written.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert f"plot written to {written}" in result.stderr and not target.exists()
+
+
+@given(st.floats(min_value=0, max_value=9.99e11, allow_nan=False))
+def test_tick_labels_keep_their_value_and_drop_trailing_zeros(value: float) -> None:
+    label = tick_label(value)
+    assert not re.search(r"\.\d*0[kMG]$|\.[kMG]$", label)
+    assert label == compact_number(value) or label.rstrip("kMG") in compact_number(value)
+    assert tick_label(250_000) == "250k" and tick_label(1_500_000) == "1.5M" and tick_label(0) == "0"
+
+
+def test_the_plots_ticks_read_as_round_numbers() -> None:
+    import matplotlib.pyplot as plt
+
+    figure = draw_report(_report(2, scale=120_000))
+    try:
+        figure.canvas.draw()
+        labels = [
+            tick.get_text() for axis in figure.axes for tick in axis.get_yticklabels() if tick.get_text()
+        ]
+        assert labels and all(re.fullmatch(r"\d+(\.\d*[1-9])?[kMG]?|[\d,]+", label) for label in labels), (
+            labels
+        )
+    finally:
+        plt.close(figure)
+
+
+def test_a_panel_says_which_strategies_draw_the_same_line() -> None:
+    import matplotlib.pyplot as plt
+
+    report = _report(1)  # far below every threshold: clearing and pruning never fire
+    groups = same_lines(report.sessions[0].strategies)
+    assert ["full", "mask10", "anthropic_clear", "opencode_prune"] in groups or any(
+        {"full", "anthropic_clear", "opencode_prune"} <= set(group) for group in groups
+    )
+    assert all(len({report.sessions[0].strategies[name].per_turn for name in group}) == 1 for group in groups)
+    figure = draw_report(report)
+    try:
+        note = " ".join(figure.axes[0].get_xlabel().split())
+        for group in groups:
+            assert " = ".join(LABELS[name] for name in group) in note
+        assert LABELS["prose_only"] not in note  # its own line
+    finally:
+        plt.close(figure)
+    distinct = replace(
+        report.sessions[0],
+        strategies={
+            name: replace(result, per_turn=(index, index + 1))
+            for index, (name, result) in enumerate(report.sessions[0].strategies.items())
+        },
+    )
+    assert same_lines(distinct.strategies) == []

@@ -7,6 +7,7 @@ import json
 from typing import Any
 
 import pytest
+from tests.provider_errors import ERROR_BODIES
 from tests.secrets_corpus import CLASSES, CORPUS, Shape, visible
 
 import turnmemory as tm
@@ -34,7 +35,16 @@ def leaks(shape: Shape, text: str) -> list[str]:
 
 def test_the_corpus_covers_every_class_with_several_shapes() -> None:
     assert len(CORPUS) >= 80
-    assert set(CLASSES) == {"argument", "assignment", "glued", "evasion", "order", "url path", "preview"}
+    assert set(CLASSES) == {
+        "argument",
+        "assignment",
+        "glued",
+        "evasion",
+        "order",
+        "url path",
+        "multi-line",
+        "preview",
+    }
     for kind in CLASSES:
         assert sum(shape.kind == kind for shape in CORPUS) >= 5, kind
 
@@ -246,3 +256,26 @@ def test_entropy() -> None:
     assert redaction.entropy("") == 0.0
     assert redaction.entropy("aaaa") == 0.0
     assert redaction.entropy("abcd") == 2.0
+
+
+@pytest.mark.parametrize(("body", "keys"), ERROR_BODIES, ids=[f"error{i}" for i in range(len(ERROR_BODIES))])
+def test_provider_error_bodies_lose_their_echoed_key_and_nothing_else(
+    body: str, keys: tuple[str, ...]
+) -> None:
+    redacted = redact(body)
+    assert not [key for key in keys if key in redacted]
+    expected = body
+    for key in keys:
+        expected = expected.replace(key, "")
+    assert redacted.replace(REDACTED, "") == expected
+
+
+def test_an_ordinary_word_after_a_credential_name_is_prose_not_a_value() -> None:
+    assert (
+        redact("api_key: Incorrect API key provided: sk-bad")
+        == f"api_key: Incorrect API key provided: {REDACTED}"
+    )
+    assert redact("password: must be at least 8 characters") == "password: must be at least 8 characters"
+    assert redact("password: correcthorse\nuser: bob") == f"password: {REDACTED}\nuser: bob"
+    assert bound_text("password: correcthorse\nuser: bob") == f"password: {REDACTED} user: bob"
+    assert redact("PASSWORD=correcthorse battery") == f"PASSWORD={REDACTED} battery"

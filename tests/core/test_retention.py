@@ -218,6 +218,11 @@ def test_control_characters_are_dropped() -> None:
     assert bound_text("ls\x1b[31m\x00 -la") == "ls[31m -la"
 
 
+@pytest.mark.parametrize("code", [*range(0x00, 0x09), 0x0B, *range(0x0E, 0x20), *range(0x7F, 0xA0)])
+def test_every_c0_and_c1_control_is_dropped(code: int) -> None:
+    assert bound_text(f"ls{chr(code)}[2J -la") == "ls[2J -la"
+
+
 SECRETS = [
     (
         "openai key",

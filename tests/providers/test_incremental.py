@@ -100,3 +100,16 @@ def test_pending_ids_that_look_synthetic_bypass_the_cache(provider: str) -> None
     assert dumps(formatter.to_request(history, pending=clash)) == dumps(
         module(provider).to_request(history, pending=clash)
     )
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_a_history_kept_in_a_tuple_or_changed_in_place_is_served_right(provider: str) -> None:
+    memory = tm.TurnMemory((tm.ToolActivity(1, "grep", target="TODO"),))
+    history = [tm.Message("user", "go"), tm.Message("assistant", "found", memory), tm.Message("user", "next")]
+    formatter = module(provider).Formatter()
+    formatter.to_request(tuple(history))
+    longer = (*history, tm.Message("assistant", "more"), tm.Message("user", "last"))
+    assert dumps(formatter.to_request(longer)) == dumps(module(provider).to_request(longer))
+    edited = list(longer)
+    edited[1] = tm.Message("assistant", "rewritten in place")
+    assert dumps(formatter.to_request(edited)) == dumps(module(provider).to_request(edited))

@@ -87,12 +87,11 @@ _EXACT_ONLY = frozenset(
     {
         "sudo", "doas", "su", "env", "command", "builtin", "exec", "eval", "source", ".", "nohup", "time",
         "timeout", "nice", "ionice", "watch", "strace", "ltrace", "stdbuf", "setsid", "chroot", "unshare",
-        "nsenter", "ssh", "parallel", "script", "flock", "fakeroot", "find", "xargs", "trap", "alias",
-        "rsync", "tar", "zip",
+        "nsenter", "ssh", "parallel", "script", "flock", "fakeroot", "xargs", "trap", "alias",
     }
 )  # fmt: skip
-"""Programs that run another command given as arguments or options (``rsync -e``, ``tar
---to-command``): only the exact command can be granted."""
+"""Programs that run another command given as their arguments: only the exact command can be granted
+(what a prefix of any other program covers is decided by :mod:`._programs`)."""
 _CD = frozenset({"cd", "pushd", "popd"})
 _LOOSE_BYTES = 512
 _CONTEXT = 8
@@ -131,9 +130,12 @@ _NOT_PLAIN: dict[str, str] = {
 
 @dataclass(frozen=True, slots=True)
 class SimpleCommand:
-    """One simple command: its words after quote removal."""
+    """One simple command: its words after quote removal, the targets of its redirections, and the
+    indices of the words that hold a wildcard the shell expands into file names."""
 
     words: tuple[str, ...]
+    targets: tuple[str, ...] = ()
+    globbed: tuple[int, ...] = ()
 
     @property
     def text(self) -> str:
@@ -273,6 +275,11 @@ def _literal(node: Node) -> tuple[str, str] | None:
 
 
 def _plain_word(node: Node, *, program: bool = False) -> str:
+    return _plain_glob(node, program=program)[0]
+
+
+def _plain_glob(node: Node, *, program: bool = False) -> tuple[str, bool]:
+    """A literal word's value, and whether it holds a wildcard the shell expands (unquoted ``*?[``)."""
     part = _literal(node)
     if part is None:
         raise _NotPlain(_reason(node))
@@ -280,9 +287,10 @@ def _plain_word(node: Node, *, program: bool = False) -> str:
     active = "".join(ch if flag == "u" else "\0" for ch, flag in zip(value, mask, strict=True))
     if _BRACE.search(active):
         raise _NotPlain("brace expansion")
-    if program and any(ch in "*?[" for ch in active):
+    globbed = any(ch in "*?[" for ch in active)
+    if program and globbed:
         raise _NotPlain("a program name with wildcards")
-    return value
+    return value, globbed
 
 
 def _reason(node: Node) -> str:
@@ -381,12 +389,17 @@ class _PlainBuilder:
 
     def command(self, node: Node, redirects: Sequence[Node], *, piped: bool) -> None:
         words: list[str] = []
+        globbed: list[int] = []
         fed = piped
+        first_target = len(self.targets)
         for child in [*node.children, *redirects]:
             if child.type == "command_name":
                 words.append(_plain_word(child.children[0], program=True) if child.children else "")
             elif child.type in ("word", "number", "string", "raw_string", "concatenation"):
-                words.append(_plain_word(child))
+                word, glob = _plain_glob(child)
+                if glob:
+                    globbed.append(len(words))
+                words.append(word)
             elif child.type == "file_redirect":
                 fed |= self.file_redirect(child, words)
             elif child.type == "heredoc_redirect":
@@ -402,7 +415,7 @@ class _PlainBuilder:
             raise _NotPlain("a command without a program name")
         if fed and program_name(words[0]) in INTERPRETERS and code_source(words)[0] == "stdin":
             raise _NotPlain(f"code fed to the interpreter {words[0]} through its standard input")
-        self.commands.append(SimpleCommand(tuple(words)))
+        self.commands.append(SimpleCommand(tuple(words), tuple(self.targets[first_target:]), tuple(globbed)))
         self._last = (node, redirects, piped)
 
     def file_redirect(self, node: Node, words: list[str]) -> bool:
@@ -454,7 +467,7 @@ def code_source(words: Sequence[str]) -> tuple[str, int]:
             return "stdin", len(words)
         if word == "-m" and index + 1 < len(words):
             return "script", index + 1
-        if word in _INLINE_FLAGS or (
+        if word.partition("=")[0] in _INLINE_FLAGS or (
             word.startswith("-") and not word.startswith("--") and ("c" in word or "e" in word)
         ):
             return "inline", index

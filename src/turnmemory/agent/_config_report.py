@@ -13,9 +13,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from turnmemory.agent.config import CONFIG_ENV, DEFAULT_MODELS, KEY_VARIABLES, AgentConfig
+from turnmemory.agent.config import CONFIG_ENV, DEFAULT_MODELS, KEY_VARIABLES, STORE_ENV, AgentConfig
 from turnmemory.agent.sandbox import sandbox_unavailable
-from turnmemory.agent.sessions import DATA_DIR_ENV, data_dir
+from turnmemory.agent.store import DATA_DIR_ENV, data_dir, printable_url
 from turnmemory.llm import ContextLimits
 
 __all__ = [
@@ -42,11 +42,18 @@ def with_missing_keys(env: Mapping[str, str]) -> dict[str, str]:
 
 @dataclass(frozen=True, slots=True)
 class Setting:
-    """One resolved setting: its name, its value as shown, and where it came from."""
+    """One resolved setting: its name, its value as shown, where it came from, and the value itself
+    for ``--format json`` (``data``; the shown value where the two are the same)."""
 
     name: str
     value: str
     source: str
+    data: Any = ...
+
+    @property
+    def plain(self) -> Any:
+        """The value as a script reads it: a number, a list, ``None`` where nothing is set."""
+        return self.value if self.data is ... else self.data
 
 
 def _first(value: object, *candidates: tuple[str, object]) -> str:
@@ -76,6 +83,7 @@ def describe_config(
             "config file",
             f"{config_path}{'' if config_path.is_file() else ' (not found: defaults apply)'}",
             config_source,
+            str(config_path),
         ),
         Setting(
             "provider",
@@ -109,6 +117,7 @@ def describe_config(
                 (f"{file}: [providers.{config.provider}] base_url", section.get("base_url")),
                 (f"{file}: base_url", table.get("base_url")),
             ),
+            config.base_url,
         ),
         _key(config, env, section, file),
     ]
@@ -123,6 +132,7 @@ def describe_config(
                     ("AWS_DEFAULT_REGION", env.get("AWS_DEFAULT_REGION")),
                     (f"{file}: [providers.bedrock] region", section.get("region")),
                 ),
+                config.region,
             )
         )
     from_file = {str(rule) for rule in _list(table.get("permissions", {}), "allow")}
@@ -139,6 +149,7 @@ def describe_config(
                 if present
             )
             or "default",
+            [str(rule) for rule in config.allow],
         )
     )
     sandbox_table = table.get("sandbox", {})
@@ -157,6 +168,7 @@ def describe_config(
                     sandbox_table.get("mode") if isinstance(sandbox_table, Mapping) else None,
                 ),
             ),
+            config.sandbox,
         )
     )
     for name, value, unit in (
@@ -172,6 +184,7 @@ def describe_config(
                 name,
                 shown,
                 _first(value, (f"--{name}", flags.get(name)), (f"{file}: {name}", table.get(name))),
+                value,
             )
         )
     limits = ContextLimits.of(
@@ -186,7 +199,7 @@ def describe_config(
         ("clear_at_least", limits.clear_at_least, config.clear_at_least),
     ):
         source = f"{file}: {name}" if configured is not None else "default for the model"
-        settings.append(Setting(name, f"{value:,} tokens", source))
+        settings.append(Setting(name, f"{value:,} tokens", source, value))
     for name, value, unit in (
         ("max_tool_rounds", config.max_tool_rounds, "rounds per turn"),
         ("max_calls_per_response", config.max_calls_per_response, "calls"),
@@ -194,7 +207,7 @@ def describe_config(
     ):
         flag = (f"--{name.replace('_', '-')}", flags.get(name))
         source = _first(value, flag, (f"{file}: {name}", table.get(name)))
-        settings.append(Setting(name, f"{value:,} {unit}", source))
+        settings.append(Setting(name, f"{value:,} {unit}", source, value))
     settings.append(
         Setting(
             "compaction",
@@ -208,11 +221,18 @@ def describe_config(
             "mcp servers",
             ", ".join(sorted(servers)) if isinstance(servers, Mapping) and servers else "none",
             f"{file}: [mcp.servers]" if servers else "default",
+            sorted(servers) if isinstance(servers, Mapping) else [],
         )
     )
     store = data_dir()
     settings.append(
         Setting(
+            "session database",
+            printable_url(config.store),
+            STORE_ENV if env.get(STORE_ENV) else f"{file}: [store] url",
+        )
+        if config.store
+        else Setting(
             "session database",
             str(store / "sessions.sqlite3"),
             DATA_DIR_ENV if env.get(DATA_DIR_ENV) else "the user data directory",

@@ -1,7 +1,9 @@
 """Short labels for tool calls, shared by the headless output, the REPL and ``turnmemory show``.
 
 Labels reuse the retention rules, so what the screen names a call by is the same bounded,
-redacted target the TurnMemory keeps: never file contents, never full arguments.
+redacted target the TurnMemory keeps: never file contents, never full arguments. Labels and
+one-line texts are terminal-safe: a model or an MCP server naming a tool with a control character
+(a C1 CSI included) shows it escaped.
 """
 
 from __future__ import annotations
@@ -11,7 +13,8 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from turnmemory.agent.sessions import LoadedSession
+from turnmemory._text import terminal_safe
+from turnmemory.agent.store import LoadedSession
 from turnmemory.retention import bound_text, redact, retain
 
 __all__ = ["one_line", "session_lines", "stored_label", "timestamp", "tool_label", "tool_outcome"]
@@ -21,8 +24,8 @@ def tool_label(name: str, arguments: Mapping[str, Any] | None, workspace: str | 
     """``read_file notes.txt``, ``bash make test``, ``time.get_current_time`` (MCP)."""
     activity = retain(0, name, arguments, workspace=workspace)
     if activity.server is not None:
-        return f"{activity.server}.{activity.tool}"
-    return f"{activity.tool} {activity.target}" if activity.target else activity.tool
+        return terminal_safe(f"{activity.server}.{activity.tool}")
+    return terminal_safe(f"{activity.tool} {activity.target}" if activity.target else activity.tool)
 
 
 def tool_outcome(output: Any, error: str | None) -> str:
@@ -37,8 +40,8 @@ def tool_outcome(output: Any, error: str | None) -> str:
 
 
 def one_line(text: str, limit: int = 160) -> str:
-    """``text`` on one line, bounded and redacted."""
-    return bound_text(text, limit)
+    """``text`` on one line, bounded, redacted and terminal-safe."""
+    return terminal_safe(bound_text(text, limit))
 
 
 def session_lines(loaded: LoadedSession) -> list[str]:
@@ -59,6 +62,9 @@ def session_lines(loaded: LoadedSession) -> list[str]:
             lines.append(
                 f"[pending state dropped ({data.get('reason', '')}); its memory: {_compact(memory)}]"
             )
+        elif event.kind == "rewind":
+            lines.append("")
+            lines.append(f"[rewind: the last {data.get('turns')} turns above left the conversation]")
         elif event.kind == "compaction":
             done = "summarized" if data.get("mode") == "summary" else "dropped"
             lines.append("")
@@ -101,14 +107,14 @@ def stored_label(item: Mapping[str, Any]) -> str:
     label = f"{item['server']}.{item.get('tool')}" if item.get("server") else str(item.get("name", "?"))
     if item.get("target"):
         label += f" {item['target']}"
-    return redact(label)  # a record written by an older version, or edited by hand
+    return terminal_safe(redact(label))  # a record written by an older version, or edited by hand
 
 
 def _tool_line(item: Mapping[str, Any]) -> str:
     label = stored_label(item)
     status = str(item.get("status", ""))
     if status == "error":
-        status = f"error: {one_line(str(item.get('preview', '')))}"
+        status = f"error: {one_line(str(item['preview']))}" if item.get("preview") else "error"
     elif item.get("exit_code"):
         status = f"exit {item['exit_code']}"
     elif status == "success":
@@ -124,8 +130,8 @@ def _attached_lines(item: Mapping[str, Any]) -> list[str]:
 
 
 def timestamp(seconds: float) -> str:
-    """Local time, to the minute."""
-    return time.strftime("%Y-%m-%d %H:%M", time.localtime(seconds))
+    """Local time, to the minute; ``unknown`` for 0 (a stored time that could not be read)."""
+    return time.strftime("%Y-%m-%d %H:%M", time.localtime(seconds)) if seconds > 0 else "unknown"
 
 
 def _compact(value: Any) -> str:

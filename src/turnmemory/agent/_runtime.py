@@ -10,14 +10,14 @@ from turnmemory.agent._spill import SpillArea
 from turnmemory.agent.config import AgentConfig, ConfigError
 from turnmemory.agent.loop import Agent, View
 from turnmemory.agent.permissions import Asker
-from turnmemory.agent.sessions import SessionStore
+from turnmemory.agent.store import LoadedSession, SessionStore, open_store
 
 __all__ = ["open_agent", "pick_session"]
 
 
-def _continued(config: AgentConfig, store: SessionStore, session_id: str, view: View) -> AgentConfig:
+def _continued(config: AgentConfig, loaded: LoadedSession, view: View) -> AgentConfig:
     """``config`` switched to the provider and model the session last used, when it can be opened."""
-    used = store.load(session_id).model
+    used = loaded.model
     if used is None or used == (config.provider, config.model):
         return config
     try:
@@ -62,26 +62,31 @@ def open_agent(
     if not os.path.isdir(workspace):
         raise ConfigError(f"workspace is not a directory: {workspace}")
     with ExitStack() as stack:
-        store = stack.enter_context(SessionStore.open_default())
+        store = stack.enter_context(open_store(config.store))
         spill = SpillArea(store.spill_root)
         stack.callback(spill.close)
         for notice in store.notices:
             view.notice(notice)
         session_id = pick_session(store, workspace, session, latest)
-        if session_model and session_id is not None:
-            config = _continued(config, store, session_id, view)
+        loaded = None
+        if session_id is not None:
+            store.claim(session_id)  # before reading: no other process appends to it from here on
+            loaded = store.load(session_id, transcripts=False)
+            if session_model:
+                config = _continued(config, loaded, view)
         extra_tools = []
         catalogue = ""
         if config.mcp:
-            from turnmemory.agent.mcp import McpManager, parse_mcp_config
-            from turnmemory.agent.tools.mcp_wrappers import mcp_tools
+            from turnmemory.agent.mcp import McpManager, mcp_tools, parse_mcp_config
 
             try:
                 servers = parse_mcp_config(config.mcp)
             except ValueError as error:
                 raise ConfigError(f"{config.path or 'config'}: {error}") from None
             if servers:
-                manager = stack.enter_context(McpManager(servers, spill_dir=spill.path / "mcp"))
+                manager = stack.enter_context(
+                    McpManager(servers, spill_dir=spill.path / "mcp", notice=view.notice)
+                )
                 extra_tools = mcp_tools(manager)
                 catalogue = manager.catalogue_text()
         yield Agent(
@@ -94,4 +99,5 @@ def open_agent(
             extra_tools=extra_tools,
             mcp_catalogue=catalogue,
             spill=spill,
+            loaded=loaded,
         )

@@ -1,4 +1,4 @@
-"""The agent's subcommands: ``run`` (headless), ``chat`` (the REPL), ``sessions`` and ``show``."""
+"""The agent's subcommands: ``run`` (headless), ``chat`` (the REPL), ``sessions``, ``show`` and ``rewind``."""
 
 from __future__ import annotations
 
@@ -11,10 +11,11 @@ from typing import Annotated
 
 import typer
 
+from turnmemory._text import terminal_safe
 from turnmemory.agent._display import session_lines, timestamp
-from turnmemory.agent.config import ConfigError, load_config
+from turnmemory.agent.config import ConfigError, load_config, store_url
 from turnmemory.agent.headless import OutputFormat, RunRequest, run_headless
-from turnmemory.agent.sessions import SessionStore, SessionStoreError
+from turnmemory.agent.store import SessionStore, SessionStoreError, open_store
 
 __all__ = ["register"]
 
@@ -80,8 +81,8 @@ def _fail(message: str) -> typer.Exit:
 def _open_store() -> SessionStore:
     """The default store, with what opening it found on stderr; a store that cannot open fails in one line."""
     try:
-        store = SessionStore.open_default()
-    except SessionStoreError as error:
+        store = open_store(store_url())
+    except (ConfigError, SessionStoreError) as error:
         raise _fail(str(error)) from None
     for notice in store.notices:
         print(f"turnmemory: {notice}", file=sys.stderr)
@@ -229,6 +230,8 @@ def sessions(
             )
         except SessionStoreError as error:
             raise _fail(str(error)) from None
+    for problem in (problem for s in found for problem in s.problems):
+        print(f"turnmemory: {terminal_safe(problem)}", file=sys.stderr)
     if output == "json":
         rows = [
             {
@@ -247,12 +250,12 @@ def sessions(
         print("no sessions" if show_all else "no sessions with a completed turn (--all lists every session)")
         return
     width = max(80, shutil.get_terminal_size((80, 24)).columns) if sys.stdout.isatty() else 80
-    places = [_home_relative(s.workspace) for s in found]
+    places = [terminal_safe(_home_relative(s.workspace)) for s in found]
     place_width = min(28, max(len("WORKSPACE"), *(len(place) for place in places)))
     room = width - 10 - 18 - 5 - 2 - place_width - 2
     print(f"{'ID':<10}{'STARTED':<18}{'TURNS':>5}  {'WORKSPACE':<{place_width}}  LAST PROMPT")
     for s, place in zip(found, places, strict=True):
-        prompt = " ".join((s.last_prompt or "").split())
+        prompt = terminal_safe(" ".join((s.last_prompt or "").split()))
         print(
             f"{s.id[:8]:<10}{timestamp(s.created_at):<18}{s.turns:>5}  "
             f"{_cut_middle(place, place_width):<{place_width}}  {_cut_end(prompt, room)}"
@@ -295,8 +298,37 @@ def show(
         )
         return
     for problem in loaded.problems:
-        print(f"turnmemory: {problem}", file=sys.stderr)
-    print("\n".join(session_lines(loaded)))
+        print(f"turnmemory: {terminal_safe(problem)}", file=sys.stderr)
+    print(terminal_safe("\n".join(session_lines(loaded))))
+
+
+def rewind(
+    session: Annotated[
+        str | None,
+        typer.Option("--session", help="The session (id or prefix; default: the workspace's latest)."),
+    ] = None,
+    turns: Annotated[int, typer.Option("--turns", min=1, help="How many of the last turns to rewind.")] = 1,
+    workspace: _Workspace = None,
+) -> None:
+    """Rewind a session's last turns: they leave the conversation and its memory, and the files
+    write_file and edit_file changed in them get their content from before those turns back.
+
+    A file changed since by someone else is reported and skipped. Changes made by bash commands are
+    not tracked and not undone.
+    """
+    from turnmemory.agent._runtime import pick_session
+    from turnmemory.agent.rewind import rewind as rewind_session
+
+    place = _workspace(workspace)
+    with _open_store() as store:
+        try:
+            session_id = pick_session(store, place, session, latest=session is None)
+            assert session_id is not None
+            store.claim(session_id)
+            lines = rewind_session(store, session_id, turns, ask=None)
+        except (ConfigError, KeyError, SessionStoreError) as error:
+            raise _fail(str(error.args[0] if isinstance(error, KeyError) else error)) from None
+    print("\n".join(terminal_safe(line) for line in lines))
 
 
 def config(
@@ -341,7 +373,7 @@ def config(
     if output == "json":
         print(
             json.dumps(
-                {s.name: {"value": s.value, "source": s.source} for s in described}, ensure_ascii=False
+                {s.name: {"value": s.plain, "source": s.source} for s in described}, ensure_ascii=False
             )
         )
         return
@@ -352,9 +384,10 @@ def config(
 
 
 def register(app: typer.Typer) -> None:
-    """Add ``run``, ``chat``, ``sessions``, ``show`` and ``config`` to the ``turnmemory`` command."""
+    """Add ``run``, ``chat``, ``sessions``, ``show``, ``rewind`` and ``config`` to the ``turnmemory`` command."""
     app.command("config")(config)
     app.command("run")(run)
     app.command("chat")(chat)
     app.command("sessions")(sessions)
     app.command("show")(show)
+    app.command("rewind")(rewind)

@@ -43,7 +43,11 @@
     mode = "workspace-write"             # or "read-only", "off"
     readable = ["~/.pyenv"]              # more paths bash may read inside the sandbox
 
-Environment: ``TURNMEMORY_PROVIDER``, ``TURNMEMORY_MODEL``, ``TURNMEMORY_BASE_URL``, ``TURNMEMORY_SANDBOX``; keys from
+    [store]                              # where sessions live (default: SQLite in the data directory)
+    url = "postgresql://agent@db.internal/turnmemory"   # or "sqlite:///path/sessions.sqlite3"
+
+Environment: ``TURNMEMORY_PROVIDER``, ``TURNMEMORY_MODEL``, ``TURNMEMORY_BASE_URL``, ``TURNMEMORY_SANDBOX``,
+``TURNMEMORY_STORE`` (the sessions store's URL); keys from
 ``ANTHROPIC_API_KEY``, ``OPENAI_API_KEY``, ``GEMINI_API_KEY`` or ``GOOGLE_API_KEY``; Bedrock uses the
 AWS credential chain and ``AWS_REGION`` / ``AWS_DEFAULT_REGION``. Every problem is a
 :class:`ConfigError` with a one-line message that names the missing or bad setting.
@@ -74,13 +78,17 @@ __all__ = [
     "CONFIG_ENV",
     "DEFAULT_MODELS",
     "KEY_VARIABLES",
+    "STORE_ENV",
     "AgentConfig",
     "ConfigError",
     "default_config_path",
     "load_config",
+    "store_url",
 ]
 
 CONFIG_ENV = "TURNMEMORY_CONFIG"
+STORE_ENV = "TURNMEMORY_STORE"
+"""Environment variable naming the sessions store (a URL; see :func:`turnmemory.agent.store.open_store`)."""
 PROVIDER_NAMES = ("anthropic", "openai_chat", "openai_responses", "gemini", "bedrock")
 DEFAULT_PROVIDER = "anthropic"
 DEFAULT_MODELS: Mapping[str, str] = MappingProxyType(
@@ -117,6 +125,7 @@ _TOP_KEYS = frozenset(
         "permissions",
         "mcp",
         "sandbox",
+        "store",
         "compaction",
         *_SECONDS_KEYS,
         *_TOKEN_KEYS,
@@ -177,6 +186,8 @@ class AgentConfig:
     """What happens to the oldest turns when the history nears the window."""
     prices: Mapping[str, float] | None = None
     """USD per million tokens (``input``, ``output``, ``cached_input``) for the REPL's cost line."""
+    store: str | None = field(default=None, repr=False)
+    """The sessions store's URL (``None``: SQLite in the user data directory); it may hold a password."""
 
     table: Mapping[str, Any] = field(default_factory=dict, repr=False, compare=False)
     """The parsed config file (for switching provider later)."""
@@ -203,6 +214,7 @@ class AgentConfig:
             max_tool_rounds=self.max_tool_rounds,
             max_calls_per_response=self.max_calls_per_response,
             max_argument_bytes=self.max_argument_bytes,
+            store=self.store,
         )
 
 
@@ -251,12 +263,34 @@ def load_config(
         max_tool_rounds=rounds,
         max_calls_per_response=calls,
         max_argument_bytes=argument_bytes,
+        store=env.get(STORE_ENV) or _store(table, str(path)),
         sandbox=mode,
         sandbox_readable=readable,
         timeout=timeout,
         connect_timeout=connect_timeout,
         deadline=deadline,
     )
+
+
+def store_url(config_path: str | Path | None = None, env: Mapping[str, str] | None = None) -> str | None:
+    """The sessions store's URL: ``$TURNMEMORY_STORE``, else the config file's ``[store] url``, else
+    ``None`` (SQLite in the user data directory). Reads nothing else of the file."""
+    env = os.environ if env is None else env
+    if env.get(STORE_ENV):
+        return env[STORE_ENV]
+    explicit = config_path or env.get(CONFIG_ENV) or None
+    path = Path(explicit).expanduser() if explicit else default_config_path()
+    return _store(_read_table(path), str(path)) if path.is_file() else None
+
+
+def _store(table: Mapping[str, Any], where: str) -> str | None:
+    section = table.get("store", {})
+    if not isinstance(section, Mapping):
+        raise ConfigError(f"{where}: [store] must be a table")
+    unknown = set(section) - {"url"}
+    if unknown:
+        raise ConfigError(f"{where}: unknown key {sorted(unknown)[0]!r} in [store]")
+    return _string(section, "url", f"{where} [store]")
 
 
 def resolve(

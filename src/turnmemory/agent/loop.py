@@ -32,8 +32,9 @@ from turnmemory.agent.compaction import TARGET, TRIGGER, Compaction, cut_point, 
 from turnmemory.agent.config import AgentConfig, ConfigError
 from turnmemory.agent.permissions import Access, Asker, Permissions
 from turnmemory.agent.prompt import SUBAGENT_PROMPT, system_prompt
+from turnmemory.agent.rewind import checkpoints, rewind
 from turnmemory.agent.sandbox import open_sandbox
-from turnmemory.agent.sessions import LoadedSession, SessionStore, TurnStatus, transcript_items
+from turnmemory.agent.store import LoadedSession, SessionStore, TurnStatus, transcript_items
 from turnmemory.agent.tools import READ_ONLY_TOOLS, Tool, ToolContext, ToolError, ToolRegistry, builtin_tools
 from turnmemory.llm import Client, Event, ToolResult, ToolSpec, Usage, open_client, record
 from turnmemory.memory import Message
@@ -147,7 +148,8 @@ class Agent:
     rule is denied, with a reason the model sees). ``session_id`` resumes a stored session; without
     it a new one starts. ``extra_tools`` (the MCP wrappers) join the built-in tools, and
     ``mcp_catalogue`` the system prompt. ``spill`` is where cut outputs are kept during a turn (by
-    default a new area under the store's spill root).
+    default a new area under the store's spill root). ``loaded`` is the session ``session_id`` as
+    the caller already read it (read once per resume).
     """
 
     def __init__(
@@ -163,6 +165,7 @@ class Agent:
         extra_tools: Sequence[Tool] = (),
         mcp_catalogue: str = "",
         spill: SpillArea | None = None,
+        loaded: LoadedSession | None = None,
     ) -> None:
         self.config = config
         self.store = store
@@ -189,7 +192,9 @@ class Agent:
         else:
             self.session_id = session_id
             store.claim(session_id)  # one writer per session: another process's claim fails here
-            self._load(store.load(session_id))
+            self._load(loaded or store.load(session_id, transcripts=False))
+        self._checkpoints = checkpoints(store, self.session_id)
+        self._turn_seq = 0  # the running turn's prompt's seq: its checkpoints' name
         self.client = client_factory(config, self.session_id)
 
     # -- turns -------------------------------------------------------------------------------------
@@ -220,7 +225,7 @@ class Agent:
         """
         self.compact(prompt)
         history = self.request_history()
-        self.store.add_user_message(self.session_id, prompt)
+        self._turn_seq = self.store.add_user_message(self.session_id, prompt)
         recorder = self._recorder = TurnRecorder(self.workspace)
         started: dict[str, float] = {}
         durations: dict[str, float] = {}
@@ -404,7 +409,13 @@ class Agent:
             if action.staged is not None:
                 action = action.staged()
                 show(action.diff)
-            return ToolResult(output=action.run())
+            if action.changes is None or recorder is None:
+                return ToolResult(output=action.run())
+            self._checkpoints.before_change(self._turn_seq, action.changes)
+            try:
+                return ToolResult(output=action.run())
+            finally:
+                self._checkpoints.after_change(self._turn_seq, action.changes)
         except ToolError as failure:
             return ToolResult(error=str(failure))
         except OSError as failure:
@@ -448,12 +459,13 @@ class Agent:
         )
         self.store.release(previous)
         self.messages = []
+        self._checkpoints = checkpoints(self.store, self.session_id)
         self.permissions.reset_session()
         self.client = self._client_factory(self.config, self.session_id)
 
     def resume(self, session_id: str) -> None:
         """Continue the stored session ``session_id`` (``/resume``) with the model it last used."""
-        loaded = self.store.load(session_id)
+        loaded = self.store.load(session_id, transcripts=False)
         previous = self.session_id
         self.store.claim(session_id)
         self._drop_pending("resumed another session")
@@ -461,6 +473,7 @@ class Agent:
             self.store.release(previous)
         self.session_id = session_id
         self.messages = []
+        self._checkpoints = checkpoints(self.store, session_id)
         self._load(loaded)
         self.permissions.reset_session()
         used = loaded.model
@@ -472,6 +485,14 @@ class Agent:
                     f"the session last used {used[0]} {used[1]}, which cannot be opened here ({error})"
                 )
         self.client = self._client_factory(self.config, self.session_id)
+
+    def rewind(self, turns: int, *, ask: Callable[[str], bool] | None = None) -> list[str]:
+        """Rewind the last ``turns`` turns (``/rewind``): see :mod:`turnmemory.agent.rewind`. Their
+        pending state goes too (it carries their work); one line per thing done or not done."""
+        lines = rewind(self.store, self.session_id, turns, ask=ask)
+        self.client.drop_pending(TurnRecorder(self.workspace))
+        self.messages = list(self.store.load(self.session_id, transcripts=False).messages)
+        return lines
 
     def switch_model(self, provider: str | None, model: str | None) -> None:
         """Use another provider and/or model from the next turn on (``/model``)."""

@@ -40,7 +40,7 @@ from turnmemory.agent._runtime import open_agent
 from turnmemory.agent.config import AgentConfig, ConfigError
 from turnmemory.agent.loop import Agent, TurnOutcome
 from turnmemory.agent.permissions import Access, Answer, Rule, session_scope
-from turnmemory.agent.sessions import LoadedSession, SessionStoreError, data_dir
+from turnmemory.agent.store import LoadedSession, SessionStoreError, data_dir
 from turnmemory.llm import Event, Usage
 
 __all__ = ["COMMANDS", "ReplCompleter", "ReplView", "run_chat"]
@@ -57,6 +57,7 @@ COMMANDS: Mapping[str, str] = {
     "/thinking": "the model's reasoning of the last turn, whole",
     "/diff": "the last diff, whole",
     "/compact": "summarize every turn but the latest (with compaction = drop: drop them)",
+    "/rewind": "undo the last N turns and their file edits: /rewind [N] (default 1)",
     "/exit": "leave (also Ctrl-D)",
 }
 """The slash commands and what they do."""
@@ -172,6 +173,8 @@ class ReplView:
                 )
             elif event.kind == "model_switch":
                 self.notice(f"now using {data.get('provider')} {data.get('model')}")
+            elif event.kind == "rewind":
+                self.notice(f"[the last {data.get('turns')} turns above were rewound]")
 
     def _replay_turn(self, data: Mapping[str, Any]) -> None:
         items = [item for item in data.get("transcript", []) if isinstance(item, Mapping)]
@@ -394,11 +397,19 @@ def _grant_label(rule: Rule) -> str:
 class Repl:
     """The read-eval-print loop over one :class:`Agent`."""
 
-    def __init__(self, agent: Agent, console: Console, view: ReplView, session: PromptSession[str]) -> None:
+    def __init__(
+        self,
+        agent: Agent,
+        console: Console,
+        view: ReplView,
+        session: PromptSession[str],
+        prompter: PermissionPrompter | None = None,
+    ) -> None:
         self.agent = agent
         self.console = console
         self.view = view
         self.session = session
+        self.prompter = prompter or PermissionPrompter(console, view)
 
     def loop(self) -> int:
         """Read prompts until ``/exit``, Ctrl-D or a second Ctrl-C; the exit status."""
@@ -471,6 +482,8 @@ class Repl:
                 self._context()
             elif name == "/compact":
                 self.agent.compact(force=True)
+            elif name == "/rewind":
+                self._rewind(argument)
             elif name == "/thinking":
                 shown = self.view.last_reasoning.strip()
                 self.console.print(
@@ -505,6 +518,16 @@ class Repl:
             f"[dim]resumed session {session_id[:8]} · {escape(self.agent.config.provider)} "
             f"{escape(self.agent.config.model)}[/]"
         )
+
+    def _rewind(self, argument: str) -> None:
+        if argument and not (argument.isdigit() and int(argument) > 0):
+            raise KeyError(f"/rewind takes a number of turns, got {argument!r}")
+
+        def ask(question: str) -> bool:
+            return self.prompter.read(f"{question} [y/N]: ").strip().lower() in ("y", "yes")
+
+        for line in self.agent.rewind(int(argument or 1), ask=ask):
+            self.console.print(Text(line, style="dim"))
 
     def _sessions(self) -> None:
         table = Table("id", "started", "turns", "last prompt", box=None)
@@ -625,4 +648,4 @@ def run_chat(
         )
         if agent.messages:
             view.replay(agent.store.load(agent.session_id))
-        return Repl(agent, console, view, prompt).loop()
+        return Repl(agent, console, view, prompt, ask).loop()

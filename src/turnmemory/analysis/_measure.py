@@ -51,6 +51,10 @@ class Meter:
             found = self._blocks[text] = Block(text, self._count(text))
         return found
 
+    def fresh(self) -> Meter:
+        """A meter in the same unit with nothing interned yet (one per session keeps memory bounded)."""
+        return Meter(self.unit, self._count, self.note)
+
     def tokens(self, size: int) -> float:
         """``size`` in tokens: itself for o200k, bytes divided by :data:`BYTES_PER_TOKEN` otherwise."""
         return float(size) if self.unit == "o200k" else size / BYTES_PER_TOKEN

@@ -1,21 +1,24 @@
 """The request-size plot: history carried at each user turn, one line per strategy.
 
 matplotlib is imported lazily with the Agg backend, so the rest of the analysis needs no display and
-no matplotlib.
+no matplotlib. Where strategies draw the same line in a panel, the panel says which (under its
+x-axis), since only the one drawn last can be seen.
 """
 
 from __future__ import annotations
 
+import textwrap
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from turnmemory.analysis._report import LABELS, Report, SessionReport, compact_number
-from turnmemory.analysis._strategies import STRATEGIES
+from turnmemory.analysis._report import LABELS, Report, SessionReport, StrategyResult, compact_number
+from turnmemory.analysis._strategies import STRATEGIES, StrategyName
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-__all__ = ["MAX_PANELS", "draw_report", "plot_report"]
+__all__ = ["MAX_PANELS", "draw_report", "plot_report", "same_lines", "tick_label"]
 
 MAX_PANELS = 6
 """At most this many sessions are drawn: the multi-turn sessions whose full trace carries the most."""
@@ -24,6 +27,7 @@ _STYLE = {  # colour, line style, marker: lines that overlap stay distinguishabl
     "full": ("#9a9a9a", "-", ""),
     "prose_only": ("#555555", ":", ""),
     "turnmemory": ("#d62728", "-", "o"),
+    "turnmemory_auto": ("#8c564b", (0, (3, 1, 1, 1)), "D"),
     "turnmemory_target": ("#ff7f0e", "--", ""),
     "mask10": ("#1f77b4", "-", "s"),
     "anthropic_clear": ("#2ca02c", "-.", "^"),
@@ -31,6 +35,7 @@ _STYLE = {  # colour, line style, marker: lines that overlap stay distinguishabl
 }
 _MARKS = 10  # markers per line, whatever its length
 _TITLE_CHARS = 30
+_NOTE_CHARS = 62  # characters per line of a panel's note on lines drawn over each other
 
 
 def plot_report(report: Report, path: Path, *, names: bool = True) -> int:
@@ -41,10 +46,36 @@ def plot_report(report: Report, path: Path, *, names: bool = True) -> int:
     import matplotlib.pyplot as plt
 
     figure = draw_report(report, names=names)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    figure.savefig(path, dpi=110)
-    plt.close(figure)
+    try:
+        figure.savefig(path, dpi=110)
+    finally:
+        plt.close(figure)
     return len(_chosen(report.sessions))
+
+
+def tick_label(value: float) -> str:
+    """An axis tick: :func:`compact_number` without trailing zeros (``250k``, ``1.5M``, ``0``)."""
+    text = compact_number(value)
+    if text[-1:] in ("k", "M", "G") and "." in text:
+        number, unit = text[:-1].rstrip("0").rstrip("."), text[-1]
+        return number + unit
+    return text
+
+
+def same_lines(results: Mapping[StrategyName, StrategyResult]) -> list[list[StrategyName]]:
+    """The groups of strategies (two or more, in report order) whose per-turn series are equal."""
+    groups: dict[tuple[int, ...], list[StrategyName]] = {}
+    for name in STRATEGIES:
+        groups.setdefault(results[name].per_turn, []).append(name)
+    return [group for group in groups.values() if len(group) > 1]
+
+
+def _same_note(results: Mapping[StrategyName, StrategyResult]) -> str:
+    groups = same_lines(results)
+    if not groups:
+        return ""
+    said = "; ".join(" = ".join(LABELS[name] for name in group) for group in groups)
+    return "\n" + "\n".join(textwrap.wrap(f"on one line: {said}", _NOTE_CHARS))
 
 
 def draw_report(report: Report, *, names: bool = True) -> Figure:
@@ -89,9 +120,10 @@ def draw_report(report: Report, *, names: bool = True) -> Figure:
             )
         about = f"{session.format}: {session.user_turns} turns, {session.tool_calls} tool calls"
         axis.set_title(f"{_label(session.path)}\n{about}" if names else about, fontsize=9)
-        axis.set_xlabel("user turn", fontsize=9)
+        axis.set_xlabel("user turn" + _same_note(session.strategies), fontsize=9)
         axis.set_ylabel(f"history carried ({unit})", fontsize=9)
-        axis.yaxis.set_major_formatter(FuncFormatter(lambda value, _: compact_number(value)))
+        axis.yaxis.set_major_formatter(FuncFormatter(lambda value, _: tick_label(value)))
+        axis.set_ylim(bottom=0)
         axis.xaxis.set_major_locator(MaxNLocator(integer=True))
         axis.tick_params(labelsize=8)
         axis.grid(alpha=0.3)

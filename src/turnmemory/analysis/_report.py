@@ -6,8 +6,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from turnmemory.analysis._cost import request_cost
-from turnmemory.analysis._measure import Block, Meter, Unit
+from turnmemory.analysis._cost import Cache, CacheModel
+from turnmemory.analysis._measure import Meter, Unit
 from turnmemory.analysis._strategies import STRATEGIES, StrategyName, requests
 from turnmemory.analysis._trace import conversation
 from turnmemory.transcripts import ImportedSession
@@ -15,12 +15,14 @@ from turnmemory.transcripts import ImportedSession
 __all__ = [
     "LABELS",
     "LEGEND",
+    "NO_LATER_TURNS",
     "Report",
     "SessionReport",
     "StrategyResult",
     "analyze_session",
     "build_report",
     "compact_number",
+    "count",
     "render_markdown",
     "render_table_rows",
     "render_text",
@@ -36,7 +38,9 @@ class StrategyResult:
 
     ``per_turn`` is the size of each turn's first request (turn 1 carries only its user message);
     ``carried`` sums it over turns 2..n, ``peak`` is its largest value there; ``cost`` is the input
-    cost of every request under the cache model; ``requests`` counts the requests.
+    cost of every request under the cache model; ``requests`` counts the requests. ``cache_read``,
+    ``cache_write`` and ``uncached`` split what the requests sent by price (``cost`` is their priced
+    sum); ``expired`` counts the requests that found the cache expired.
     """
 
     carried: int
@@ -44,11 +48,16 @@ class StrategyResult:
     cost: float
     requests: int
     per_turn: tuple[int, ...] = ()
+    cache_read: int = 0
+    cache_write: int = 0
+    uncached: int = 0
+    expired: int = 0
 
 
 @dataclass(frozen=True, slots=True)
 class SessionReport:
-    """One analysed session."""
+    """One analysed session; ``timed`` says whether its log gives the times of its requests (of two at
+    least, or of its only one); else the cache was assumed warm throughout."""
 
     path: str
     format: str
@@ -57,52 +66,65 @@ class SessionReport:
     strategies: Mapping[StrategyName, StrategyResult]
     skipped: Mapping[str, int] = field(default_factory=dict)
     problems: tuple[str, ...] = ()
+    timed: bool = False
 
 
 @dataclass(frozen=True, slots=True)
 class Report:
-    """All analysed sessions, their totals, and the unit sizes are in."""
+    """All analysed sessions, their totals, the unit sizes are in and the cache model costs are in."""
 
     unit: Unit
     sessions: tuple[SessionReport, ...]
     note: str | None = None
+    cache: CacheModel = field(default_factory=CacheModel)
 
     @property
     def total(self) -> dict[StrategyName, StrategyResult]:
-        """Sums of ``carried``, ``cost`` and ``requests``; the largest ``peak``."""
+        """Sums of every count and ``cost``; the largest ``peak``."""
         return {
             name: StrategyResult(
                 carried=sum(s.strategies[name].carried for s in self.sessions),
                 peak=max((s.strategies[name].peak for s in self.sessions), default=0),
                 cost=sum(s.strategies[name].cost for s in self.sessions),
                 requests=sum(s.strategies[name].requests for s in self.sessions),
+                cache_read=sum(s.strategies[name].cache_read for s in self.sessions),
+                cache_write=sum(s.strategies[name].cache_write for s in self.sessions),
+                uncached=sum(s.strategies[name].uncached for s in self.sessions),
+                expired=sum(s.strategies[name].expired for s in self.sessions),
             )
             for name in STRATEGIES
         }
 
 
-def analyze_session(session: ImportedSession, meter: Meter) -> SessionReport:
-    """Replay ``session`` under every strategy."""
+def analyze_session(session: ImportedSession, meter: Meter, cache: CacheModel | None = None) -> SessionReport:
+    """Replay ``session`` under every strategy, priced under ``cache`` (default: the idealised cache)."""
+    model = cache or CacheModel()
+    meter = meter.fresh()  # equal blocks are one object within a session; nothing is held across sessions
     turns = conversation(session)
     results: dict[StrategyName, StrategyResult] = {}
     for name in STRATEGIES:
         per_turn = [0] * len(turns)
         count = 0
-        cost = 0.0
-        previous: tuple[Block, ...] = ()
-        for request in requests(name, turns, meter):
+        priced = Cache(model, meter.tokens)
+        known = 0
+        for request in requests(name, turns, meter, model):
             count += 1
             if request.first:
                 per_turn[request.turn] = sum(block.size for block in request.blocks)
-            cost += request_cost(previous, request.blocks)
-            previous = request.blocks
+            priced.send(request.blocks, request.at)
+            known += request.at is not None
         later = per_turn[1:]
+        bill = priced.bill
         results[name] = StrategyResult(
             carried=sum(later),
             peak=max(later, default=0),
-            cost=round(cost, 1),
+            cost=round(bill.cost, 1),
             requests=count,
             per_turn=tuple(per_turn),
+            cache_read=bill.read,
+            cache_write=bill.written,
+            uncached=bill.uncached,
+            expired=bill.expired,
         )
     return SessionReport(
         path=session.path,
@@ -112,12 +134,14 @@ def analyze_session(session: ImportedSession, meter: Meter) -> SessionReport:
         strategies=results,
         skipped=dict(session.skipped),
         problems=session.problems,
+        timed=count > 0 and known >= min(2, count),
     )
 
 
-def build_report(sessions: Iterable[SessionReport], meter: Meter) -> Report:
-    """The report over ``sessions`` in the meter's unit."""
-    return Report(unit=meter.unit, sessions=tuple(sessions), note=meter.note)
+def build_report(sessions: Iterable[SessionReport], meter: Meter, cache: CacheModel | None = None) -> Report:
+    """The report over ``sessions`` in the meter's unit, priced under ``cache`` (default: the idealised
+    cache; it must be the model the sessions were analysed under)."""
+    return Report(unit=meter.unit, sessions=tuple(sessions), note=meter.note, cache=cache or CacheModel())
 
 
 def tool_share_removed(results: Mapping[StrategyName, StrategyResult], name: StrategyName) -> float | None:
@@ -138,6 +162,10 @@ def _strategy_json(results: Mapping[StrategyName, StrategyResult], series: bool)
             "cost": result.cost,
             "requests": result.requests,
             "tool_share_removed": tool_share_removed(results, name),
+            "cache_read": result.cache_read,
+            "cache_write": result.cache_write,
+            "uncached": result.uncached,
+            "expired": result.expired,
         }
         if series:
             entry["per_turn"] = list(result.per_turn)
@@ -158,10 +186,20 @@ def report_json(report: Report) -> dict[str, Any]:
                 "strategies": _strategy_json(session.strategies, series=True),
                 "skipped": session.skipped,
                 "problems": list(session.problems),
+                "timed": session.timed,
             }
             for session in report.sessions
         ],
         "total": _strategy_json(report.total, series=False),
+        "cache": {
+            "pricing": report.cache.pricing,
+            "ttl": report.cache.lifetime,
+            "ttl_seconds": report.cache.ttl,
+            "read": report.cache.read,
+            "write": report.cache.write,
+            "minimum_tokens": report.cache.minimum,
+            "system_tokens": report.cache.system_tokens,
+        },
     }
     if report.note:
         out["note"] = report.note
@@ -172,6 +210,7 @@ LABELS: Mapping[StrategyName, str] = {
     "full": "Full trace",
     "prose_only": "Prose only (the limit)",
     "turnmemory": "TurnMemory",
+    "turnmemory_auto": "TurnMemory (when it pays)",
     "turnmemory_target": "TurnMemory + targets",
     "mask10": "Observation masking M=10",
     "anthropic_clear": "Anthropic clear_tool_uses",
@@ -182,11 +221,18 @@ LABELS: Mapping[StrategyName, str] = {
 LEGEND = (
     "carried  history that the first request of each later user turn carries, summed",
     "peak     the largest of those requests",
-    "cost     input cost of all requests with prompt caching, in uncached-input units",
-    "         (cache read 0.1, cache write 1.25); vs full: share of the full trace",
-    "Strategies and method: docs/analysis.md",
+    "cost     input cost of all requests under the cache model above, in units of",
+    "         uncached input; vs full: share of the full trace",
+    "Strategies, cost model and method: docs/analysis.md",
 )
 """What the columns mean, one line each (every line fits 80 columns)."""
+
+NO_LATER_TURNS = (
+    "No session here has a second user turn, so none carries history into a later turn:"
+    " carried and peak are 0 and their share of the full trace is n/a. cost still prices"
+    " every request of each turn's tool loop."
+)
+"""Said under a report whose sessions all have one user turn (its table is mostly zeros)."""
 
 _HEADERS = ("strategy", "carried", "vs full", "peak", "cost", "vs full", "tool traffic removed")
 _WIDE = 100  # from this width on, the text table also shows "tool traffic removed"
@@ -255,15 +301,17 @@ def _ratio(value: float, base: float) -> str:
 
 def render_markdown(report: Report, *, per_session: bool = True) -> str:
     """The aggregate table, and one table per multi-turn session, as GitHub markdown."""
-    lines = [_summary(report), "", *_markdown_table(render_table_rows(report.total))]
+    lines = [summary_line(report), "", *_markdown_table(render_table_rows(report.total))]
+    if not any(session.user_turns >= 2 for session in report.sessions):
+        lines += ["", NO_LATER_TURNS]
     if per_session:
         for session in report.sessions:
             if session.user_turns < 2:
                 continue
             lines += [
                 "",
-                f"**{_name(session.path)}** ({session.format}, {session.user_turns} user turns, "
-                f"{session.tool_calls} tool calls)",
+                f"**{_name(session.path)}** ({session.format}, {count(session.user_turns, 'user turn')}, "
+                f"{count(session.tool_calls, 'tool call')})",
                 "",
             ]
             lines += _markdown_table(render_table_rows(session.strategies))
@@ -276,16 +324,9 @@ def _markdown_table(rows: Sequence[Sequence[str]]) -> list[str]:
     return ["| " + " | ".join(row) + " |" for row in (header, align, *body)]
 
 
-def _summary(report: Report) -> str:
-    sessions = report.sessions
-    multi = sum(1 for session in sessions if session.user_turns >= 2)
-    unit = "o200k tokens" if report.unit == "o200k" else "UTF-8 bytes"
-    text = (
-        f"{len(sessions)} sessions ({multi} with 2+ user turns), "
-        f"{sum(s.user_turns for s in sessions):,} user turns, {sum(s.tool_calls for s in sessions):,} tool calls; "
-        f"sizes in {unit}."
-    )
-    return text + (f" Note: {report.note}." if report.note else "")
+def count(number: int, noun: str) -> str:
+    """``number`` and ``noun``, in the plural unless ``number`` is 1: ``1 session``, ``2,000 turns``."""
+    return f"{number:,} {noun}" if number == 1 else f"{number:,} {noun}s"
 
 
 def _name(path: str) -> str:
@@ -293,5 +334,22 @@ def _name(path: str) -> str:
 
 
 def summary_line(report: Report) -> str:
-    """One sentence saying what the report covers and in which unit."""
-    return _summary(report)
+    """What the report covers, in which unit, and how its costs were priced."""
+    sessions = report.sessions
+    multi = sum(1 for session in sessions if session.user_turns >= 2)
+    unit = "o200k tokens" if report.unit == "o200k" else "UTF-8 bytes"
+    text = (
+        f"{count(len(sessions), 'session')} ({multi:,} with 2+ user turns), "
+        f"{count(sum(s.user_turns for s in sessions), 'user turn')}, "
+        f"{count(sum(s.tool_calls for s in sessions), 'tool call')}; sizes in {unit}."
+    )
+    text += f" Cost: {report.cache.describe()}"
+    untimed = [session for session in sessions if not session.timed]
+    if report.cache.ttl is not None and untimed:
+        formats = ", ".join(sorted({session.format for session in untimed}))
+        text += (
+            f"; {count(len(untimed), 'session')} ({formats}) without timestamps"
+            " priced with a cache that stays warm"
+        )
+    text += "."
+    return text + (f" Note: {report.note}." if report.note else "")

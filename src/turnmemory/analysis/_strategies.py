@@ -12,6 +12,12 @@ own work so far (iterations before ``j``). Each is implemented from its public d
     TurnMemory (``spec/turn-memory.md``): earlier turns are their prose plus historical tool blocks
     with ``{}`` arguments (or, for ``_target``, the bounded target under the tool's own parameter
     name) and status results, formatted by ``turnmemory.providers.openai_chat.to_request``.
+``turnmemory_auto``
+    TurnMemory with the ``when_it_pays`` boundary policy (:mod:`turnmemory.boundary`): at each user
+    turn the turns not compacted yet are compacted only when the cache has gone cold (the pause since
+    the last request exceeds the lifetime) or when the saving on the requests ahead (as many as the
+    session's longest turn so far) exceeds the rewrite; until then they are sent as the full trace has
+    them.
 ``mask10``
     Observation masking (Lindenbauer et al., *The Complexity Trap*, arXiv 2508.21433; SWE-agent
     ``LastNObservations``, ``sweagent/agent/history_processors.py``): on every request all but the
@@ -36,10 +42,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, get_args
 
+from turnmemory.analysis._cost import CacheModel
 from turnmemory.analysis._measure import Block, Meter
 from turnmemory.analysis._trace import Call, Item, Turn, block, iteration_items, tool_block, user_block
+from turnmemory.boundary import Boundary, should_compact
 from turnmemory.memory import Message
 from turnmemory.replay import ArgumentPolicy
 
@@ -60,17 +68,16 @@ __all__ = [
 ]
 
 StrategyName = Literal[
-    "full", "prose_only", "turnmemory", "turnmemory_target", "mask10", "anthropic_clear", "opencode_prune"
-]
-STRATEGIES: tuple[StrategyName, ...] = (
     "full",
     "prose_only",
     "turnmemory",
+    "turnmemory_auto",
     "turnmemory_target",
     "mask10",
     "anthropic_clear",
     "opencode_prune",
-)
+]
+STRATEGIES: tuple[StrategyName, ...] = get_args(StrategyName)
 """Every strategy, in report order."""
 
 MASK_KEEP = 10
@@ -86,15 +93,24 @@ _OPENCODE_CHARS_PER_TOKEN = 4
 
 @dataclass(frozen=True, slots=True)
 class Request:
-    """One provider request: its turn (0-based), whether it opens the turn, and its blocks."""
+    """One provider request: its turn (0-based), whether it opens the turn, its blocks, and when it
+    was sent (seconds since the epoch, ``None`` when the log does not say)."""
 
     turn: int
     first: bool
     blocks: tuple[Block, ...]
+    at: float | None = None
 
 
-def requests(strategy: StrategyName, turns: Sequence[Turn], meter: Meter) -> Iterator[Request]:
-    """Every request of the session under ``strategy``, in order."""
+def requests(
+    strategy: StrategyName, turns: Sequence[Turn], meter: Meter, cache: CacheModel | None = None
+) -> Iterator[Request]:
+    """Every request of the session under ``strategy``, in order.
+
+    ``cache`` (default: the idealised cache) is the model ``turnmemory_auto`` decides under.
+    """
+    if strategy == "turnmemory_auto":
+        return _when_it_pays(turns, meter, cache or CacheModel())
     if strategy == "prose_only":
         return _compact(turns, meter, lambda turn: Message("assistant", turn.message.content), "empty")
     if strategy in ("turnmemory", "turnmemory_target"):
@@ -103,16 +119,18 @@ def requests(strategy: StrategyName, turns: Sequence[Turn], meter: Meter) -> Ite
     if strategy == "opencode_prune":
         return _opencode_prune(turns, meter)
     view = {"full": _as_is, "mask10": _mask, "anthropic_clear": _clear}[strategy]
-    return (Request(turn, first, view(items, meter)) for turn, first, items in _full_trace(turns, meter))
+    return (
+        Request(turn, first, view(items, meter), at) for turn, first, at, items in _full_trace(turns, meter)
+    )
 
 
-def _full_trace(turns: Sequence[Turn], meter: Meter) -> Iterator[tuple[int, bool, list[Item]]]:
+def _full_trace(turns: Sequence[Turn], meter: Meter) -> Iterator[tuple[int, bool, float | None, list[Item]]]:
     history: list[Item] = []
     for index, turn in enumerate(turns):
         history.append(Item(user_block(meter, turn.user)))
         current: list[Item] = []
         for number, iteration in enumerate(turn.iterations):
-            yield index, number == 0, history + current
+            yield index, number == 0, iteration.sent, history + current
             current.extend(iteration_items(meter, iteration))
         history.extend(current)
 
@@ -160,10 +178,10 @@ def _opencode_prune(turns: Sequence[Turn], meter: Meter) -> Iterator[Request]:
         marked = {index for index in _results(items) if items[index].call.id in pruned}  # type: ignore[union-attr]
         return _replaced(items, marked, lambda call: tool_block(meter, call, PRUNE_PLACEHOLDER))
 
-    for index, first, items in _full_trace(turns, meter):
+    for index, first, at, items in _full_trace(turns, meter):
         if first and index > 0:
             pruned |= prune_marks(turns[:index], pruned)
-        yield Request(index, first, view(items))
+        yield Request(index, first, view(items), at)
 
 
 def prune_marks(done: Sequence[Turn], pruned: set[str]) -> set[str]:
@@ -198,6 +216,41 @@ def _compact(
         history = [block(meter, message) for message in request["messages"]]
         current: list[Block] = []
         for number, iteration in enumerate(turn.iterations):
-            yield Request(index, number == 0, tuple(history + current))
+            yield Request(index, number == 0, tuple(history + current), iteration.sent)
             current.extend(item.block for item in iteration_items(meter, iteration))
         messages.append(memory(turn))
+
+
+def _when_it_pays(turns: Sequence[Turn], meter: Meter, cache: CacheModel) -> Iterator[Request]:
+    from turnmemory.providers import openai_chat
+
+    memory: list[Message] = []  # every turn before this one, as TurnMemory
+    compacted: list[Block] = []  # the history's compacted part: the turns before ``raw`` as TurnMemory
+    raw: list[Block] = []  # the turns not compacted yet, as the full trace has them
+    longest = 0  # the most requests a turn of the session has made so far
+    last: float | None = None  # when the last request was sent
+    for index, turn in enumerate(turns):
+        if raw:
+            rendered = openai_chat.to_request(memory)["messages"]
+            candidate = [block(meter, message) for message in rendered]
+            sent = turn.iterations[0].sent
+            boundary = Boundary(
+                raw=sum(b.size for b in raw),
+                compacted=sum(b.size for b in candidate) - sum(b.size for b in compacted),
+                idle=sent - last if sent is not None and last is not None else None,
+                ttl=cache.ttl,
+                requests_ahead=longest,
+                read=cache.read,
+                write=cache.write,
+            )
+            if should_compact(boundary, "when_it_pays"):
+                compacted, raw = candidate, []
+        history = [*compacted, *raw, user_block(meter, turn.user)]
+        current: list[Block] = []
+        for number, iteration in enumerate(turn.iterations):
+            yield Request(index, number == 0, tuple(history + current), iteration.sent)
+            current.extend(item.block for item in iteration_items(meter, iteration))
+        raw += [history[-1], *current]
+        memory += [Message("user", turn.user), turn.message]
+        longest = max(longest, len(turn.iterations))
+        last = turn.iterations[-1].sent

@@ -46,10 +46,12 @@ class Call:
 
 @dataclass(frozen=True, slots=True)
 class Iteration:
-    """One provider request's output: prose and the calls it made."""
+    """One provider request's output: prose and the calls it made; ``sent`` is when the request went
+    out (seconds since the epoch), ``None`` when the log does not say."""
 
     prose: str
     calls: tuple[Call, ...]
+    sent: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,16 +81,20 @@ def _turn(turn: ImportedTurn, workspace: str | None) -> Turn:
     iterations: list[Iteration] = []
     prose: list[str] = []
     calls: list[Call] = []
+    sent = turn.started  # when the request of the iteration being read went out
 
     def close() -> None:
+        nonlocal sent
         if prose or calls:
-            iterations.append(Iteration("".join(prose), tuple(calls)))
+            iterations.append(Iteration("".join(prose), tuple(calls), sent))
+            sent = None
         prose.clear()
         calls.clear()
 
     for event in turn.events:
         if isinstance(event, IterationEnd):
             close()
+            sent = sent if event.ended is None else event.ended
         elif isinstance(event, Prose):
             if calls:
                 close()
@@ -106,7 +112,7 @@ def _turn(turn: ImportedTurn, workspace: str | None) -> Turn:
             )
     close()
     message, _ = _replay_turn(turn, workspace)
-    return Turn(turn.user, tuple(iterations) or (Iteration("", ()),), message)
+    return Turn(turn.user, tuple(iterations) or (Iteration("", (), turn.started),), message)
 
 
 def block(meter: Meter, message: dict[str, Any]) -> Block:

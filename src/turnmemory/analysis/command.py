@@ -11,35 +11,41 @@ import shutil
 import sys
 import textwrap
 from collections import Counter
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, TypeVar
 
 import typer
 
+from turnmemory.analysis._cost import CacheModel
+from turnmemory.analysis._files import FileResult, read_files, workers_for
 from turnmemory.analysis._measure import Meter, open_meter
 from turnmemory.analysis._report import (
     LEGEND,
+    NO_LATER_TURNS,
     Report,
     SessionReport,
     StrategyResult,
-    analyze_session,
     build_report,
+    count,
     render_markdown,
     render_text,
     report_json,
     summary_line,
 )
 from turnmemory.analysis._strategies import StrategyName
-from turnmemory.transcripts import detect_format, discover, load_session
+from turnmemory.transcripts import detect_format, discover
 
 __all__ = [
     "Analysis",
+    "CacheTtlChoice",
     "OutputFormat",
+    "PricingChoice",
     "TokenizerChoice",
     "analyze",
+    "analyze_files",
     "analyze_paths",
     "print_table",
     "register",
@@ -47,9 +53,9 @@ __all__ = [
 
 _PROGRESS_MIN_SESSIONS = 50
 _MAX_PROBLEM_LINES = 20
-_MOSTLY_UNREADABLE = 0.5  # a line-based log with more than this share of unreadable lines is not analysed
 _MAX_SKIPPED_KINDS = 8
 _TABLE_SESSIONS = 10
+_Item = TypeVar("_Item")
 
 
 class OutputFormat(StrEnum):
@@ -67,6 +73,22 @@ class TokenizerChoice(StrEnum):
     o200k = "o200k"
 
 
+class CacheTtlChoice(StrEnum):
+    """How long the prompt cache lives."""
+
+    five_minutes = "5m"
+    one_hour = "1h"
+    none = "none"
+
+
+class PricingChoice(StrEnum):
+    """Whose prompt-cache prices the cost is in."""
+
+    anthropic = "anthropic"
+    openai = "openai"
+    gemini = "gemini"
+
+
 def register(app: typer.Typer) -> None:
     """Add the ``analyze`` command to the ``turnmemory`` CLI."""
     app.command("analyze")(analyze)
@@ -81,13 +103,41 @@ def analyze(
     plot: Annotated[
         Path | None,
         typer.Option(
-            "--plot", help="Also draw history size per user turn to this image (.png when no suffix)."
+            "--plot",
+            help="Also draw history size per user turn to this image (.png when no suffix; its folder must exist).",
         ),
     ] = None,
     tokenizer: Annotated[
         TokenizerChoice,
         typer.Option("--tokenizer", help="o200k tokens (when available offline) or UTF-8 bytes."),
     ] = TokenizerChoice.o200k,
+    cache_ttl: Annotated[
+        CacheTtlChoice,
+        typer.Option(
+            "--cache-ttl",
+            help="Prompt-cache lifetime, applied to the pauses the logs' timestamps show; none: a cache "
+            "that never expires and caches any size.",
+        ),
+    ] = CacheTtlChoice.five_minutes,
+    pricing: Annotated[
+        PricingChoice,
+        typer.Option(
+            "--pricing", help="Whose cache prices and minimum cacheable size (see docs/analysis.md)."
+        ),
+    ] = PricingChoice.anthropic,
+    system_tokens: Annotated[
+        int,
+        typer.Option(
+            "--system-tokens",
+            min=0,
+            help="Tokens of system prompt and tool definitions each request sends before the history "
+            "(not in the logs): they count toward the minimum cacheable size.",
+        ),
+    ] = 0,
+    jobs: Annotated[
+        int | None,
+        typer.Option("--jobs", min=1, help="Worker processes (default: one per core, from 4 MiB of logs)."),
+    ] = None,
 ) -> None:
     """Compare history strategies on real session logs.
 
@@ -95,13 +145,19 @@ def analyze(
     docs/analysis.md explains the table.
 
     Exits 1 when a file given or found could not be read, or was mostly unreadable (the table then
-    covers the rest), and 2 when a path does not exist.
+    covers the rest), and 2 when a path does not exist or the plot's folder does not.
     """
+    if plot is not None:
+        plot = plot if plot.suffix else plot.with_suffix(".png")
+        if (problem := _unwritable(plot)) is not None:
+            _warn(f"--plot {plot}: {problem}")
+            raise typer.Exit(2)
     meter = open_meter(tokenizer.value)
     if meter.note:
         _warn(meter.note)
+    cache = CacheModel.of(pricing.value, cache_ttl.value, system_tokens)
     try:
-        analysis = analyze_files(paths, meter)
+        analysis = analyze_files(paths, meter, cache=cache, jobs=jobs)
     except FileNotFoundError as error:
         _warn(str(error))
         raise typer.Exit(2) from None
@@ -118,15 +174,29 @@ def analyze(
     if plot is not None:
         from turnmemory.analysis._plot import plot_report
 
-        if not plot.suffix:
-            plot = plot.with_suffix(".png")
-        plot_report(report, plot)
+        try:
+            plot_report(report, plot)
+        except OSError as error:
+            _warn(f"--plot {plot}: cannot write it ({error.strerror or error})")
+            raise typer.Exit(1) from None
         _warn(f"plot written to {plot}")
     if analysis.failed:
         _warn(
-            f"{_count(len(analysis.failed), 'file')} could not be read or were mostly unreadable (see above)"
+            f"{count(len(analysis.failed), 'file')} could not be read or were mostly unreadable (see above)"
         )
         raise typer.Exit(1)
+
+
+def _unwritable(plot: Path) -> str | None:
+    """Why the plot cannot be written to ``plot``, or ``None``: its folder must exist already."""
+    folder = plot.parent
+    if not folder.exists():
+        return f"the folder {folder} does not exist (create it first)"
+    if not folder.is_dir():
+        return f"{folder} is not a folder"
+    if plot.is_dir():
+        return "is a folder"
+    return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,19 +207,36 @@ class Analysis:
     failed: tuple[str, ...] = field(default=())
 
 
-def analyze_paths(paths: list[Path], meter: Meter, *, progress: bool | None = None) -> Report:
+def analyze_paths(
+    paths: list[Path],
+    meter: Meter,
+    *,
+    progress: bool | None = None,
+    cache: CacheModel | None = None,
+    jobs: int | None = 1,
+) -> Report:
     """Analyse every session under ``paths`` (see :func:`analyze_files`); just the report."""
-    return analyze_files(paths, meter, progress=progress).report
+    return analyze_files(paths, meter, progress=progress, cache=cache, jobs=jobs).report
 
 
-def analyze_files(paths: list[Path], meter: Meter, *, progress: bool | None = None) -> Analysis:
+def analyze_files(
+    paths: list[Path],
+    meter: Meter,
+    *,
+    progress: bool | None = None,
+    cache: CacheModel | None = None,
+    jobs: int | None = 1,
+) -> Analysis:
     """Analyse every session under ``paths``; what was not read is said on stderr, one line each.
 
     A file that cannot be read, is not a regular file, is given by name but is no session we read, or
     is a line-based log of which more than half the lines are unreadable is left out and listed in
     ``failed``; a file with some unreadable lines is analysed and said to be partly read.
     ``progress`` shows a progress bar on stderr (default: on a terminal, or for many sessions).
+    Costs are priced under ``cache`` (default: the idealised cache); ``jobs`` worker processes read
+    the files (``None``: one per core), with the same result as one.
     """
+    model = cache or CacheModel()
     files: list[tuple[Path, str]] = []
     failed: list[str] = []
     for path in discover(paths):
@@ -166,24 +253,16 @@ def analyze_files(paths: list[Path], meter: Meter, *, progress: bool | None = No
     problems: list[str] = []
     unreadable = 0
     notes: list[str] = []
-    for path, fmt in _progress(files, show):
-        try:
-            session = load_session(path, fmt)
-        except (OSError, ValueError) as error:
-            failed.append(str(path))
-            notes.append(f"skipped: {path}: {error}" if path.name not in str(error) else f"skipped: {error}")
-            continue
-        problems.extend(session.problems)
-        unreadable += session.unreadable
-        if session.lines and session.unreadable:
-            share = session.unreadable / session.lines
-            read = f"{session.lines - session.unreadable:,} of {session.lines:,} lines readable"
-            if share > _MOSTLY_UNREADABLE:
-                failed.append(str(path))
-                notes.append(f"skipped: {path}: mostly unreadable ({read})")
-                continue
-            notes.append(f"partly read: {path}: {read}")
-        reports.append(analyze_session(session, meter))
+    results: Iterator[FileResult] = read_files(files, meter.unit, model, workers_for(files, jobs), meter)
+    for result in _progress(results, len(files), show):
+        problems.extend(result.problems)
+        unreadable += result.unreadable
+        if result.note is not None:
+            notes.append(result.note)
+        if result.report is None:
+            failed.append(str(result.path))
+        else:
+            reports.append(result.report)
     for line in problems[:_MAX_PROBLEM_LINES]:
         _warn(f"unreadable: {line}")
     hidden = unreadable - min(len(problems), _MAX_PROBLEM_LINES)
@@ -204,23 +283,19 @@ def analyze_files(paths: list[Path], meter: Meter, *, progress: bool | None = No
         )
         for line in textwrap.wrap(f"records not imported (not conversation): {kinds}{more}", 80):
             _warn(line)
-    return Analysis(build_report(reports, meter), tuple(failed))
+    return Analysis(build_report(reports, meter, model), tuple(failed))
 
 
-def _count(number: int, noun: str) -> str:
-    return f"{number} {noun}" if number == 1 else f"{number} {noun}s"
-
-
-def _progress(files: list[tuple[Path, str]], show: bool) -> Iterator[tuple[Path, str]]:
+def _progress(items: Iterable[_Item], total: int, show: bool) -> Iterator[_Item]:
     if not show:
-        yield from files
+        yield from items
         return
     from rich.console import Console
     from rich.progress import Progress
 
     with Progress(console=Console(stderr=True), transient=True) as bar:
-        task = bar.add_task("analysing sessions", total=len(files))
-        for item in files:
+        task = bar.add_task("analysing sessions", total=total)
+        for item in items:
             yield item
             bar.advance(task)
 
@@ -236,13 +311,15 @@ def print_table(report: Report, *, sessions: int | None = None, width: int | Non
     multi = sorted((s for s in report.sessions if s.user_turns >= 2), key=lambda s: -s.user_turns)
     sections: list[tuple[str, Mapping[StrategyName, StrategyResult]]] = [("All sessions", report.total)]
     for session in multi[:sessions]:
-        about = f" ({session.format}, {session.user_turns} turns, {session.tool_calls} tool calls)"
+        about = f" ({session.format}, {count(session.user_turns, 'turn')}, {count(session.tool_calls, 'tool call')})"
         sections.append((_shorten(Path(session.path).name, width - len(about)) + about, session.strategies))
     for title, results in sections:
         lines += ["", title, *render_text(results, width)]
+    if not multi:
+        lines += ["", *textwrap.wrap(NO_LATER_TURNS, width)]
     hidden = len(multi) - (len(multi) if sessions is None else min(sessions, len(multi)))
     if hidden:
-        lines += ["", f"{_count(hidden, 'more multi-turn session')}: see --format markdown or json"]
+        lines += ["", f"{count(hidden, 'more multi-turn session')}: see --format markdown or json"]
     lines += ["", *LEGEND]
     typer.echo("\n".join(lines))
 

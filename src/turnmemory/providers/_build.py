@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Concatenate, Generic, ParamSpec, Protocol, TypeVar
+from typing import Any, Concatenate, Generic, ParamSpec, TypeVar
 
 from turnmemory.memory import Message
 from turnmemory.providers._read import Piece, piece_ids
@@ -26,11 +26,11 @@ __all__ = [
     "ItemBuild",
     "RequestCache",
     "Shape",
+    "StandardWire",
     "TurnBuild",
     "TurnFormat",
     "build_request",
     "item_request",
-    "standard_build",
     "turn_request",
 ]
 
@@ -265,7 +265,7 @@ def build_request(
     for index in range(start, final):
         build.add(index, _message(messages, index), options, taken)
     if keep is not None:
-        keep.store(messages[:final], options, build)
+        keep.store(messages, final, options, build)
     tail = build.tail()
     tail.add_pending(items)
     if final < len(messages):
@@ -302,10 +302,37 @@ Shape = Callable[[list[str], list[Item]], dict[str, Any]]
 """How a wire lays out a request: its system texts and its item list as the request's keys."""
 
 
-class StandardBuild(Protocol):
-    """A wire's build function with the standard keywords: its ``to_request`` with a cache."""
+Assemble = Callable[
+    [Sequence[Message], Sequence[Item] | None, Options, "RequestCache | None"], tuple[list[str], list[Item]]
+]
+"""How a wire assembles a request: ``(messages, pending, options, cache) -> (system texts, items)``."""
 
-    def __call__(
+
+class StandardWire:
+    """The requests of a wire with the standard keywords, from what is special about it: how it assembles
+    a request (``turn_request`` with its turn format, or ``item_request`` with its renderer) and how it
+    lays the result out (``shape``)."""
+
+    __slots__ = ("_assemble", "_shape")
+
+    def __init__(self, assemble: Assemble, shape: Shape) -> None:
+        self._assemble = assemble
+        self._shape = shape
+
+    def to_request(
+        self,
+        messages: Sequence[Message],
+        *,
+        pending: Sequence[Item] | None = None,
+        arguments: ArgumentPolicy = "empty",
+        id_style: IdStyle = "historical",
+    ) -> dict[str, Any]:
+        """The request for ``messages``, as the wire's SDK takes it: ``pending`` (provider-native items of
+        an interrupted turn) goes before the final user message; ``arguments`` and ``id_style`` choose how
+        historical calls are replayed."""
+        return self.build(messages, None, pending=pending, arguments=arguments, id_style=id_style)
+
+    def build(
         self,
         messages: Sequence[Message],
         cache: RequestCache | None,
@@ -315,31 +342,8 @@ class StandardBuild(Protocol):
         arguments: ArgumentPolicy = "empty",
         id_style: IdStyle = "historical",
     ) -> dict[str, Any]:
-        """The request for ``messages`` (resuming ``cache`` when given)."""
-
-
-Assemble = Callable[
-    [Sequence[Message], Sequence[Item] | None, Options, "RequestCache | None"], tuple[list[str], list[Item]]
-]
-"""How a wire assembles a request: ``(messages, pending, options, cache) -> (system texts, items)``."""
-
-
-def standard_build(assemble: Assemble, shape: Shape) -> StandardBuild:
-    """The build function of a wire with the standard keywords: ``assemble`` (``turn_request`` with its
-    turn format, or ``item_request`` with its renderer), its result laid out by ``shape``."""
-
-    def build(
-        messages: Sequence[Message],
-        cache: RequestCache | None,
-        /,
-        *,
-        pending: Sequence[Item] | None = None,
-        arguments: ArgumentPolicy = "empty",
-        id_style: IdStyle = "historical",
-    ) -> dict[str, Any]:
-        return shape(*assemble(messages, pending, Options(arguments, id_style), cache))
-
-    return build
+        """:meth:`to_request`, resuming ``cache`` when given (what a ``Formatter`` builds with)."""
+        return self._shape(*self._assemble(messages, pending, Options(arguments, id_style), cache))
 
 
 def _may_collide(taken: set[str], options: Options) -> bool:
@@ -350,36 +354,47 @@ def _may_collide(taken: set[str], options: Options) -> bool:
 
 
 class RequestCache:
-    """The builder state of one conversation's last request, up to (not including) its final user message."""
+    """The builder state of one conversation's last request, up to (not including) its final user message.
+
+    The messages it covers are kept as a list that grows with the conversation, so neither checking a
+    request against them nor keeping the next state copies the history: a request that extends the kept
+    messages costs one pass of pointer comparisons (a list compares identical items without looking at
+    them) and what it appends.
+    """
 
     __slots__ = ("_build", "_messages", "_options")
 
     def __init__(self) -> None:
-        self._messages: tuple[Message, ...] = ()
+        self._messages: list[Message] = []
         self._options: Options | None = None
         self._build: ItemBuild | TurnBuild | None = None
 
     def take(self, messages: Sequence[Message], final: int, options: Options) -> tuple[Any, int] | None:
         """The kept state and where to continue, when ``messages`` extends the kept prefix.
 
-        The state is handed over, not copied: the cache is empty until the caller stores the next one.
+        The state is handed over, not copied: the cache holds no state until the caller stores the next one.
         """
         kept, build = self._messages, self._build
-        self._messages, self._build = (), None
-        if (
-            build is None
-            or options != self._options
-            or len(kept) > final
-            or tuple(messages[: len(kept)]) != kept
-        ):
+        self._build = None
+        if build is None or options != self._options or len(kept) > final or not _starts_with(messages, kept):
+            self._messages = []
             return None
         return build, len(kept)
 
-    def store(self, messages: Sequence[Message], options: Options, build: ItemBuild | TurnBuild) -> None:
-        """Keep ``build`` as the state after ``messages`` (the caller must not change it afterwards)."""
-        self._messages = tuple(messages)
+    def store(
+        self, messages: Sequence[Message], final: int, options: Options, build: ItemBuild | TurnBuild
+    ) -> None:
+        """Keep ``build`` as the state after ``messages[:final]``, which extend what :meth:`take` left kept
+        (the caller must not change ``build`` afterwards)."""
+        self._messages.extend(messages[len(self._messages) : final])
         self._options = options
         self._build = build
+
+
+def _starts_with(messages: Sequence[Message], kept: list[Message]) -> bool:
+    """Whether ``messages`` begins with the messages of ``kept``."""
+    prefix = messages[: len(kept)]
+    return (prefix if isinstance(prefix, list) else list(prefix)) == kept
 
 
 P = ParamSpec("P")

@@ -47,6 +47,30 @@ class Piece:
     error: bool = False
     editable: bool = True
 
+    @classmethod
+    def object_call(
+        cls, item: int, slot: int, call_id: object, name: object, arguments: object, *, signed: bool
+    ) -> Piece:
+        """A call whose wire carries its arguments as an object: editable when they are one and its
+        response carries no ``signed`` reasoning."""
+        is_object = isinstance(arguments, dict)
+        return cls(
+            item,
+            slot,
+            "call",
+            as_string(call_id),
+            as_string(name),
+            arguments=arguments if isinstance(arguments, dict) else None,
+            editable=is_object and not signed,
+        )
+
+    @classmethod
+    def answer(
+        cls, item: int, slot: int, call_id: object, text: str, *, error: bool, name: object = ""
+    ) -> Piece:
+        """A result: the call it answers, its text as the model reads it, whether it failed."""
+        return cls(item, slot, "result", as_string(call_id), as_string(name), text=text, error=error)
+
 
 def as_string(value: object) -> str:
     """``value`` when it is a string (an id or a name in a request body may be anything), else ``""``."""

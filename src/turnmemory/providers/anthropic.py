@@ -16,14 +16,13 @@ from collections.abc import Mapping, Sequence
 from functools import partial
 from typing import Any
 
-from turnmemory.memory import Message
 from turnmemory.providers._build import (
     IncrementalFormatter,
+    StandardWire,
     TurnFormat,
-    standard_build,
     turn_request,
 )
-from turnmemory.providers._read import Piece, as_string, as_text, call_names
+from turnmemory.providers._read import Piece, as_text, call_names
 from turnmemory.providers._render import (
     PLACEHOLDER_DESCRIPTION,
     Block,
@@ -34,7 +33,7 @@ from turnmemory.providers._render import (
     tool_name,
 )
 from turnmemory.providers._tools import Call, ToolResult, result_text
-from turnmemory.replay import ArgumentPolicy, HistoricalCall, IdStyle
+from turnmemory.replay import HistoricalCall
 
 __all__ = [
     "ITEMS",
@@ -88,26 +87,18 @@ TURNS = TurnFormat(
 )
 
 
-def to_request(
-    messages: Sequence[Message],
-    *,
-    pending: Sequence[Item] | None = None,
-    arguments: ArgumentPolicy = "empty",
-    id_style: IdStyle = "historical",
-) -> dict[str, Any]:
-    """``{"system": [text blocks], "messages": [...]}`` for ``client.messages.create`` (system only when present)."""
-    return _request(messages, None, pending=pending, arguments=arguments, id_style=id_style)
-
-
 def _shape(systems: list[str], turns: list[Item]) -> dict[str, Any]:
     request: dict[str, Any] = {"system": [_text(text) for text in systems]} if systems else {}
     request["messages"] = turns
     return request
 
 
-_request = standard_build(partial(turn_request, TURNS), _shape)
+_WIRE = StandardWire(partial(turn_request, TURNS), _shape)
 
-Formatter = partial(IncrementalFormatter, _request)
+to_request = _WIRE.to_request
+"""``{"system": [text blocks], "messages": [...]}`` for ``client.messages.create`` (system only when present)."""
+
+Formatter = partial(IncrementalFormatter, _WIRE.build)
 """``Formatter()``: :func:`to_request` for one conversation, built incrementally (each historical message is
 rendered once; the same keywords give the same requests)."""
 
@@ -148,27 +139,15 @@ def pieces(items: Sequence[Mapping[str, Any]]) -> list[Piece]:
             elif kind == "thinking" and isinstance(block.get("thinking"), str):
                 found.append(Piece(index, slot, "reasoning", text=block["thinking"]))
             elif kind == "tool_use":
-                arguments = block.get("input")
-                found.append(
-                    Piece(
-                        index,
-                        slot,
-                        "call",
-                        as_string(block.get("id")),
-                        as_string(block.get("name")),
-                        arguments=arguments if isinstance(arguments, dict) else None,
-                        editable=not signed and isinstance(arguments, dict),
-                    )
+                call = Piece.object_call(
+                    index, slot, block.get("id"), block.get("name"), block.get("input"), signed=signed
                 )
+                found.append(call)
             elif kind == "tool_result":
+                text = as_text(block.get("content"))
                 found.append(
-                    Piece(
-                        index,
-                        slot,
-                        "result",
-                        as_string(block.get("tool_use_id")),
-                        text=as_text(block.get("content")),
-                        error=block.get("is_error") is True,
+                    Piece.answer(
+                        index, slot, block.get("tool_use_id"), text, error=block.get("is_error") is True
                     )
                 )
     return found

@@ -17,14 +17,13 @@ from collections.abc import Mapping, Sequence
 from functools import partial
 from typing import Any
 
-from turnmemory.memory import Message
 from turnmemory.providers._build import (
     IncrementalFormatter,
+    StandardWire,
     TurnFormat,
-    standard_build,
     turn_request,
 )
-from turnmemory.providers._read import Piece, as_string, as_text, call_names
+from turnmemory.providers._read import Piece, as_text, call_names
 from turnmemory.providers._render import (
     PLACEHOLDER_DESCRIPTION,
     Block,
@@ -34,7 +33,7 @@ from turnmemory.providers._render import (
     tool_name,
 )
 from turnmemory.providers._tools import NO_OUTPUT, Call, ToolResult, plain
-from turnmemory.replay import ArgumentPolicy, HistoricalCall, IdStyle
+from turnmemory.replay import HistoricalCall
 
 __all__ = [
     "ITEMS",
@@ -82,17 +81,6 @@ TURNS = TurnFormat(
 )
 
 
-def to_request(
-    messages: Sequence[Message],
-    *,
-    pending: Sequence[Item] | None = None,
-    arguments: ArgumentPolicy = "empty",
-    id_style: IdStyle = "historical",
-) -> dict[str, Any]:
-    """``{"messages": [...], "system": [text blocks]}`` for ``client.converse`` (system only when present)."""
-    return _request(messages, None, pending=pending, arguments=arguments, id_style=id_style)
-
-
 def _shape(systems: list[str], turns: list[Item]) -> dict[str, Any]:
     request: dict[str, Any] = {"messages": turns}
     if systems:
@@ -100,9 +88,12 @@ def _shape(systems: list[str], turns: list[Item]) -> dict[str, Any]:
     return request
 
 
-_request = standard_build(partial(turn_request, TURNS), _shape)
+_WIRE = StandardWire(partial(turn_request, TURNS), _shape)
 
-Formatter = partial(IncrementalFormatter, _request)
+to_request = _WIRE.to_request
+"""``{"messages": [...], "system": [text blocks]}`` for ``client.converse`` (system only when present)."""
+
+Formatter = partial(IncrementalFormatter, _WIRE.build)
 """``Formatter()``: :func:`to_request` for one conversation, built incrementally (each historical message is
 rendered once; the same keywords give the same requests)."""
 
@@ -145,33 +136,18 @@ def pieces(items: Sequence[Mapping[str, Any]]) -> list[Piece]:
                 block.get("reasoningContent"),
             )
             if isinstance(use, Mapping):
-                arguments = use.get("input")
-                found.append(
-                    Piece(
-                        index,
-                        slot,
-                        "call",
-                        as_string(use.get("toolUseId")),
-                        as_string(use.get("name")),
-                        arguments=arguments if isinstance(arguments, dict) else None,
-                        editable=not signed and isinstance(arguments, dict),
-                    )
+                call = Piece.object_call(
+                    index, slot, use.get("toolUseId"), use.get("name"), use.get("input"), signed=signed
                 )
+                found.append(call)
             elif isinstance(result, Mapping):
-                found.append(
-                    Piece(
-                        index,
-                        slot,
-                        "result",
-                        as_string(result.get("toolUseId")),
-                        text=as_text(result.get("content")),
-                        error=result.get("status") == "error",
-                    )
-                )
+                failed = result.get("status") == "error"
+                text = as_text(result.get("content"))
+                found.append(Piece.answer(index, slot, result.get("toolUseId"), text, error=failed))
             elif isinstance(reasoning, Mapping):
-                text = reasoning.get("reasoningText")
-                if isinstance(text, Mapping) and isinstance(text.get("text"), str) and text["text"]:
-                    found.append(Piece(index, slot, "reasoning", text=text["text"]))
+                thought = reasoning.get("reasoningText")
+                if isinstance(thought, Mapping) and isinstance(thought.get("text"), str) and thought["text"]:
+                    found.append(Piece(index, slot, "reasoning", text=thought["text"]))
             elif assistant and isinstance(block.get("text"), str):
                 found.append(Piece(index, slot, "prose", text=block["text"]))
     return found

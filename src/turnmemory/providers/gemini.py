@@ -21,14 +21,13 @@ from functools import partial
 from typing import Any
 
 from turnmemory._text import compact_json
-from turnmemory.memory import Message
 from turnmemory.providers._build import (
     IncrementalFormatter,
+    StandardWire,
     TurnFormat,
-    standard_build,
     turn_request,
 )
-from turnmemory.providers._read import Piece, PieceKind, as_string, call_names
+from turnmemory.providers._read import Piece, PieceKind, call_names
 from turnmemory.providers._render import (
     PLACEHOLDER_DESCRIPTION,
     Block,
@@ -38,7 +37,7 @@ from turnmemory.providers._render import (
     tool_name,
 )
 from turnmemory.providers._tools import Call, ToolResult, object_result, parse_output
-from turnmemory.replay import ArgumentPolicy, HistoricalCall, IdStyle
+from turnmemory.replay import HistoricalCall
 
 __all__ = [
     "ITEMS",
@@ -93,21 +92,6 @@ TURNS = TurnFormat(
 )
 
 
-def to_request(
-    messages: Sequence[Message],
-    *,
-    pending: Sequence[Item] | None = None,
-    arguments: ArgumentPolicy = "empty",
-    id_style: IdStyle = "historical",
-) -> dict[str, Any]:
-    """``{"contents": [...], "system_instruction": {"parts": [...]}}`` (system only when present).
-
-    Contents alternate strictly and open with a user content: blank user messages are left out, and so
-    are assistant messages before the first non-blank user message (nothing is invented to precede them).
-    """
-    return _request(messages, None, pending=pending, arguments=arguments, id_style=id_style)
-
-
 def _shape(systems: list[str], contents: list[Item]) -> dict[str, Any]:
     request: dict[str, Any] = {"contents": contents}
     if systems:
@@ -115,9 +99,16 @@ def _shape(systems: list[str], contents: list[Item]) -> dict[str, Any]:
     return request
 
 
-_request = standard_build(partial(turn_request, TURNS), _shape)
+_WIRE = StandardWire(partial(turn_request, TURNS), _shape)
 
-Formatter = partial(IncrementalFormatter, _request)
+to_request = _WIRE.to_request
+"""``{"contents": [...], "system_instruction": {"parts": [...]}}`` (system only when present).
+
+Contents alternate strictly and open with a user content: blank user messages are left out, and so
+are assistant messages before the first non-blank user message (nothing is invented to precede them).
+"""
+
+Formatter = partial(IncrementalFormatter, _WIRE.build)
 """``Formatter()``: :func:`to_request` for one conversation, built incrementally (each historical message is
 rendered once; the same keywords give the same requests)."""
 
@@ -153,31 +144,23 @@ def pieces(items: Sequence[Mapping[str, Any]]) -> list[Piece]:
             call = either_case(part, "function_call", "functionCall")
             response = either_case(part, "function_response", "functionResponse")
             if isinstance(call, Mapping):
-                arguments = call.get("args")
                 found.append(
-                    Piece(
-                        index,
-                        slot,
-                        "call",
-                        as_string(call.get("id")),
-                        as_string(call.get("name")),
-                        arguments=arguments if isinstance(arguments, dict) else None,
-                        editable=not signed and isinstance(arguments, dict),
+                    Piece.object_call(
+                        index, slot, call.get("id"), call.get("name"), call.get("args"), signed=signed
                     )
                 )
             elif isinstance(response, Mapping):
                 body = response.get("response")
-                found.append(
-                    Piece(
-                        index,
-                        slot,
-                        "result",
-                        as_string(response.get("id")),
-                        as_string(response.get("name")),
-                        text=_output_text(body),
-                        error=object_result(body).error is not None,
-                    )
+                failed = object_result(body).error is not None
+                answer = Piece.answer(
+                    index,
+                    slot,
+                    response.get("id"),
+                    _output_text(body),
+                    error=failed,
+                    name=response.get("name"),
                 )
+                found.append(answer)
             elif model and isinstance(part.get("text"), str) and part["text"]:
                 kind: PieceKind = "reasoning" if part.get("thought") is True else "prose"
                 found.append(Piece(index, slot, kind, text=part["text"]))

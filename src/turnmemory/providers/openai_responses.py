@@ -18,8 +18,8 @@ from turnmemory.memory import Message
 from turnmemory.providers._build import (
     IncrementalFormatter,
     RequestCache,
+    StandardWire,
     item_request,
-    standard_build,
 )
 from turnmemory.providers._read import Piece, as_string, as_text, call_names, prose_text
 from turnmemory.providers._render import (
@@ -33,7 +33,6 @@ from turnmemory.providers._render import (
     tool_name,
 )
 from turnmemory.providers._tools import Call, ToolResult, is_error_text, parse_arguments, result_text
-from turnmemory.replay import ArgumentPolicy, IdStyle
 
 __all__ = [
     "ITEMS",
@@ -88,20 +87,6 @@ def _render(message: Message, message_index: int, options: Options, taken: set[s
     return tuple(out)
 
 
-def to_request(
-    messages: Sequence[Message],
-    *,
-    pending: Sequence[Item] | None = None,
-    arguments: ArgumentPolicy = "empty",
-    id_style: IdStyle = "historical",
-) -> dict[str, Any]:
-    """``{"input": [...], "instructions": "..."}`` for ``client.responses.create``.
-
-    ``instructions`` joins the non-blank system messages with blank lines; it is absent without them.
-    """
-    return _request(messages, None, pending=pending, arguments=arguments, id_style=id_style)
-
-
 def _shape(systems: list[str], items: list[Item]) -> dict[str, Any]:
     request: dict[str, Any] = {"input": items}
     if systems:
@@ -115,9 +100,15 @@ def _assemble(
     return item_request(messages, pending, options, _render, lambda items: pieces(items), cache)
 
 
-_request = standard_build(_assemble, _shape)
+_WIRE = StandardWire(_assemble, _shape)
 
-Formatter = partial(IncrementalFormatter, _request)
+to_request = _WIRE.to_request
+"""``{"input": [...], "instructions": "..."}`` for ``client.responses.create``.
+
+``instructions`` joins the non-blank system messages with blank lines; it is absent without them.
+"""
+
+Formatter = partial(IncrementalFormatter, _WIRE.build)
 """``Formatter()``: :func:`to_request` for one conversation, built incrementally (each historical message is
 rendered once; the same keywords give the same requests)."""
 

@@ -1,6 +1,7 @@
 """aider chat transcripts (``.aider.chat.history.md``, and aider's published example chats).
 
-Markdown, one session or several (``# aider chat started at ...``). ``#### `` lines are the user's
+Markdown, one session or several (``# aider chat started at ...``, the only time aider logs: the
+turn that follows a launch is given it, later turns have no time). ``#### `` lines are the user's
 messages (consecutive ones form one message); ``> `` lines are aider's own output (confirmations,
 ``Applied edit to PATH``, ``Running CMD`` and the command's output, commit lines); everything else is
 assistant prose. aider has no tool calls: the model edits files by writing SEARCH/REPLACE blocks
@@ -31,7 +32,8 @@ __all__ = ["FORMAT", "is_aider", "load_aider"]
 
 FORMAT = "aider"
 
-_MARKERS = ("# aider chat started at", '<div class="chat-transcript"', "> $ aider", "> Aider v")
+_STARTED = "# aider chat started at"
+_MARKERS = (_STARTED, '<div class="chat-transcript"', "> $ aider", "> Aider v")
 _FENCE = re.compile(r"^(`{3,}|~{3,})")
 _SEARCH = re.compile(r"^<{5,9} (?:SEARCH|ORIGINAL)\s*$")
 _REPLACE_END = re.compile(r"^>{5,9} (?:REPLACE|UPDATED)\s*$")
@@ -108,8 +110,9 @@ class _Reader:
             self.start_turn()
         if _HTML.match(stripped):
             return
-        if stripped.startswith("# aider chat started at"):
+        if stripped.startswith(_STARTED):
             self.end_reply()
+            self.builder.time(stripped[len(_STARTED) :])
             return
         if stripped.startswith(">"):
             if self.reply.parts or "".join(self.reply.prose).strip() or self.reply.quoted:

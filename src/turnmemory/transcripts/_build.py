@@ -3,14 +3,25 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 import stat
 from collections import Counter
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, TypeVar
 
-from turnmemory.transcripts._model import ImportedEvent, ImportedSession, ImportedTurn, ToolCall, ToolResult
+from turnmemory.transcripts._model import (
+    ImportedEvent,
+    ImportedSession,
+    ImportedTurn,
+    IterationEnd,
+    Prose,
+    Reasoning,
+    ToolCall,
+    ToolResult,
+)
 
 __all__ = [
     "MAX_DOCUMENT_BYTES",
@@ -19,6 +30,7 @@ __all__ = [
     "SessionBuilder",
     "mapping",
     "open_regular",
+    "parse_time",
     "read_json",
     "read_jsonl",
     "read_lines",
@@ -33,12 +45,25 @@ MAX_DOCUMENT_BYTES = 512 * 1024 * 1024
 MAX_PROBLEMS = 20
 """Problem lines kept per file; the rest are only counted (``skipped["malformed"]``)."""
 
+_MAX_TIME_TEXT = 64
+_LATEST_TIME = 1e11  # seconds since the epoch, in the year 5138: later values are not timestamps
+
+_Record = TypeVar("_Record")
+
 
 class SessionBuilder:
     """Collects turns, skip counts and problem lines while an importer walks a file.
 
     Events before the first user turn are dropped (counted as ``before_first_turn``); duplicate
     call ids and results without a call are dropped and counted too, so a replay never fails.
+
+    Times: an importer notes each record's timestamp with :meth:`time` after handling the record
+    (:meth:`timed` does it for a stream of records). A request goes out at the start of a turn and
+    after every :class:`IterationEnd`; it is given the latest time noted before its first output
+    (prose, reasoning or a call) when a time was noted since the request before it, else ``None``, so
+    a log that gives times only now and then never stretches an old time over later requests. A turn
+    without output gets its time when the next turn starts; an iteration end that no output of its
+    turn follows gets none (no request of the turn follows it).
     """
 
     def __init__(self, path: Path, fmt: str) -> None:
@@ -49,8 +74,14 @@ class SessionBuilder:
         self.problems: list[str] = []
         self.lines = 0
         self._turns: list[tuple[str, list[ImportedEvent]]] = []
+        self._started: list[float | None] = []
         self._calls: set[str] = set()
         self._results: set[str] = set()
+        self._clock: float | None = None
+        self._fresh = False  # a time was noted since the last request was given one
+        self._waiting: int | None = (
+            None  # the request awaiting its time: -1 a turn's first, else an IterationEnd's index
+        )
 
     def problem(self, where: str | int, message: str) -> None:
         """Report a malformed line or record (one readable line) and count it as skipped."""
@@ -65,9 +96,30 @@ class SessionBuilder:
         """Count one record that is deliberately not imported."""
         self.skipped[kind] += 1
 
+    def time(self, value: object, *, scale: float = 1.0) -> None:
+        """Note a timestamp the log gives: ISO 8601 text, or a number of seconds times ``scale``.
+
+        Anything else (and any time out of range) is ignored: times are only ever a refinement.
+        """
+        moment = parse_time(value, scale=scale)
+        if moment is not None:
+            self._clock = moment if self._clock is None else max(self._clock, moment)
+            self._fresh = True
+
+    def timed(self, records: Iterable[tuple[int, _Record]], key: str) -> Iterator[tuple[int, _Record]]:
+        """``records`` as they are; each record's ``key`` is noted as its time once the caller has
+        handled it (when the caller asks for the next record)."""
+        for number, record in records:
+            yield number, record
+            if isinstance(record, Mapping):
+                self.time(record.get(key))
+
     def user(self, text: str) -> None:
         """Start a new user turn."""
+        self._close_turn()
         self._turns.append((text, []))
+        self._started.append(None)
+        self._waiting = -1
 
     @property
     def in_turn(self) -> bool:
@@ -89,15 +141,41 @@ class SessionBuilder:
                 self.skip("orphan_tool_result")
                 return
             self._results.add(event.call_id)
-        self._turns[-1][1].append(event)
+        events = self._turns[-1][1]
+        if isinstance(event, Prose | Reasoning | ToolCall):
+            self._stamp()
+        elif isinstance(event, IterationEnd) and self._waiting != -1:  # not before the turn's first output
+            self._waiting = len(events)
+        events.append(event)
+
+    def _stamp(self) -> None:
+        """Give the request awaiting its time the latest time noted since the request before it."""
+        if self._waiting is None:
+            return
+        moment = self._clock if self._fresh else None
+        self._fresh = False
+        if self._waiting < 0:
+            self._started[-1] = moment
+        else:
+            self._turns[-1][1][self._waiting] = IterationEnd(ended=moment)
+        self._waiting = None
+
+    def _close_turn(self) -> None:
+        if self._waiting == -1:
+            self._stamp()
+        self._waiting = None
 
     def build(self) -> ImportedSession:
         """The finished session."""
+        self._close_turn()
         return ImportedSession(
             path=str(self.path),
             format=self.format,
             workspace=self.workspace,
-            turns=tuple(ImportedTurn(user, tuple(events)) for user, events in self._turns),
+            turns=tuple(
+                ImportedTurn(user, tuple(events), started)
+                for (user, events), started in zip(self._turns, self._started, strict=True)
+            ),
             skipped=self.skipped,
             problems=tuple(self.problems),
             lines=self.lines,
@@ -194,6 +272,24 @@ def read_json(path: Path) -> Any:
         raise ValueError(f"{path.name}: not valid JSON ({_short(error)})") from None
     except RecursionError:
         raise ValueError(f"{path.name}: JSON nested too deeply") from None
+
+
+def parse_time(value: object, *, scale: float = 1.0) -> float | None:
+    """Seconds since the epoch of a log's timestamp: ISO 8601 text (UTC when it names no zone) or a
+    number of seconds times ``scale``; ``None`` for anything else or out of range."""
+    if isinstance(value, bool):
+        return None
+    try:
+        if isinstance(value, int | float):
+            moment = float(value) * scale
+        elif isinstance(value, str) and len(value) <= _MAX_TIME_TEXT:
+            parsed = datetime.fromisoformat(value.strip())
+            moment = (parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)).timestamp()
+        else:
+            return None
+    except (ValueError, OverflowError, OSError):
+        return None
+    return moment if math.isfinite(moment) and 0 < moment < _LATEST_TIME else None
 
 
 def mapping(value: Any) -> Mapping[str, Any]:

@@ -43,7 +43,7 @@ def load_claude_code(path: Path) -> ImportedSession:
     calls: dict[str, ToolCall] = {}
     response_id: object = None
     command: list[str] = []  # a slash-command wrapper that may start a turn when the model answers it
-    for number, record in read_jsonl(path, builder):
+    for number, record in builder.timed(read_jsonl(path, builder), "timestamp"):
         uuid = record.get("uuid")
         if isinstance(uuid, str):
             if uuid in seen:

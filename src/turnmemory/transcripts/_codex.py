@@ -67,7 +67,7 @@ def load_codex(path: Path) -> ImportedSession:
                 list(changes) if isinstance(changes, Mapping) else [],
             )
     calls: dict[str, ToolCall] = {}
-    for number, record in records:
+    for number, record in builder.timed(records, "timestamp"):
         kind, payload = record.get("type"), record.get("payload")
         if not isinstance(payload, Mapping):
             builder.problem(number, f"{kind} record without a payload object; skipped")

@@ -5,6 +5,8 @@ OpenAI ``tool_calls`` (one ``bash`` tool) answered by ``tool`` messages, and a p
 ``{role, content}`` messages where each assistant message holds one fenced ``mswea_bash_command`` (or
 ``bash``) block answered by a ``user`` observation. Observations start with
 ``<returncode>N</returncode>``. A trajectory is one user turn: the first user message (the task).
+Version 1.1 records times (seconds since the epoch): ``extra.response.created`` on an assistant message,
+``extra.timestamp`` on an observation.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from typing import Any
 
 from turnmemory._text import compact_json
 from turnmemory.providers._read import as_text
-from turnmemory.transcripts._build import SessionBuilder, read_json
+from turnmemory.transcripts._build import SessionBuilder, mapping, read_json
 from turnmemory.transcripts._model import ImportedSession, IterationEnd, Prose, ToolCall, ToolResult
 from turnmemory.transcripts._tools import exit_code_in
 
@@ -55,6 +57,8 @@ def load_mini_swe_agent(path: Path, document: Any = None) -> ImportedSession:
             )
         else:
             builder.skip(f"role:{role}")
+        extra = mapping(message.get("extra"))
+        builder.time(extra.get("timestamp", mapping(extra.get("response")).get("created")))
     return builder.build()
 
 

@@ -76,7 +76,13 @@ class ToolResult:
 
 @dataclass(frozen=True, slots=True)
 class IterationEnd:
-    """One provider request of the tool loop finished (the next output comes from a new request)."""
+    """One provider request of the tool loop finished (the next output comes from a new request).
+
+    ``ended`` is when its last result came in, which is when the next request was sent (seconds
+    since the epoch, from the log's own timestamps), or ``None`` when the log does not say.
+    """
+
+    ended: float | None = None
 
 
 ImportedEvent = Prose | Reasoning | ToolCall | ToolResult | IterationEnd
@@ -85,10 +91,15 @@ ImportedEvent = Prose | Reasoning | ToolCall | ToolResult | IterationEnd
 
 @dataclass(frozen=True, slots=True)
 class ImportedTurn:
-    """One user message and everything the assistant did in answer to it, in order."""
+    """One user message and everything the assistant did in answer to it, in order.
+
+    ``started`` is when the user message was sent, which is when the turn's first request went out
+    (seconds since the epoch, from the log's own timestamps), or ``None`` when the log does not say.
+    """
 
     user: str
     events: tuple[ImportedEvent, ...] = ()
+    started: float | None = None
 
     @property
     def tool_calls(self) -> tuple[ToolCall, ...]:

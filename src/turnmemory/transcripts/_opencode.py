@@ -4,7 +4,9 @@ One JSON object ``{"info", "messages": [{"info", "parts"}]}``. A user turn is a 
 with a non-synthetic text part; each ``assistant`` message is one model call whose parts are
 ``text``, ``reasoning``, ``tool`` (call and result in one part, with ``state.status``) and
 ``step-start``/``step-finish``. Tool parts still pending or running replay as errors with OpenCode's
-own ``[Tool execution was interrupted]`` text.
+own ``[Tool execution was interrupted]`` text. Times (milliseconds since the epoch) are a message's
+``info.time.created`` (for an assistant message, when its request went out) and ``completed``, and a
+part's ``time.end`` (a tool part's ``state.time.end``).
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ __all__ = ["FORMAT", "load_opencode"]
 FORMAT = "opencode"
 
 _INTERRUPTED = "[Tool execution was interrupted]"
+_MILLISECONDS = 0.001
 
 
 def load_opencode(path: Path, document: Any = None) -> ImportedSession:
@@ -49,6 +52,7 @@ def load_opencode(path: Path, document: Any = None) -> ImportedSession:
         if not isinstance(meta, Mapping) or not isinstance(parts, list):
             builder.problem(f"message {index}", "expected an object with info and parts; skipped")
             continue
+        times = mapping(meta.get("time"))
         if meta.get("role") == "user":
             texts = [
                 part["text"]
@@ -62,10 +66,16 @@ def load_opencode(path: Path, document: Any = None) -> ImportedSession:
                 builder.user("\n".join(texts))
             else:
                 builder.skip("synthetic_user")
+            builder.time(times.get("created"), scale=_MILLISECONDS)
         elif meta.get("role") == "assistant":
+            builder.time(times.get("created"), scale=_MILLISECONDS)
             for part in parts:
-                _part(builder, part if isinstance(part, Mapping) else {})
+                part = part if isinstance(part, Mapping) else {}
+                _part(builder, part)
+                ended = mapping(part.get("time") or mapping(part.get("state")).get("time")).get("end")
+                builder.time(ended, scale=_MILLISECONDS)
             builder.add(IterationEnd())
+            builder.time(times.get("completed"), scale=_MILLISECONDS)
         else:
             builder.skip(f"role:{meta.get('role')}")
     return builder.build()

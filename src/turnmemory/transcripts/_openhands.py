@@ -48,6 +48,7 @@ def load_openhands(path: Path, document: Any = None) -> ImportedSession:
             _action(builder, event, calls)
         else:
             builder.skip("unknown")
+        builder.time(event.get("timestamp"))
     return builder.build()
 
 

@@ -103,6 +103,8 @@ class Action:
     access: Access | None = None
     diff: str | None = None
     staged: Callable[[], Action] | None = None
+    changes: str | None = None
+    """The file ``run`` writes (``write_file``, ``edit_file``), for the checkpoints rewind restores."""
 
 
 @dataclass(frozen=True, slots=True)

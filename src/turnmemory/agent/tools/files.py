@@ -268,7 +268,7 @@ def _prepare_write(arguments: Mapping[str, Any], ctx: ToolContext) -> Action:
                 output["file_changed"] = path
             return output
 
-        return Action(run=run, access=access, diff=unified_diff(old or "", content, shown))
+        return Action(run=run, access=access, diff=unified_diff(old or "", content, shown), changes=path)
 
     return _staged(access, inside, stage)
 
@@ -331,7 +331,7 @@ def _prepare_edit(arguments: Mapping[str, Any], ctx: ToolContext) -> Action:
                 output["file_changed"] = path
             return output
 
-        return Action(run=run, access=access, diff=unified_diff(old, new, shown))
+        return Action(run=run, access=access, diff=unified_diff(old, new, shown), changes=path)
 
     return _staged(access, inside, stage)
 

@@ -4,33 +4,43 @@ A connection is a long-lived task (:meth:`Connection.start`) that enters the SDK
 it open until :meth:`Connection.stop`: the SDK's transports are anyio task groups, which must be
 entered and left by the same task. Tool calls are made from other tasks on the same loop.
 
-For stdio servers the transport's read stream is watched, so a server process that exits between
-calls marks the connection ``closed`` and the manager restarts it before the next call.
+For stdio servers (launched by :mod:`._launch`) the transport's read stream is watched: a server
+process that exits between calls marks the connection ``closed`` and the manager restarts it before
+the next call; a line the SDK cannot read is ignored (and counted in :attr:`Connection.junk_lines`),
+unless it answers a request, which then fails at once instead of waiting out its timeout.
+
+The SDK reports such lines, and other trouble, through ``logging`` (as ``mcp.*`` and ``client``),
+with tracebacks. With no logging configured Python would print those on the user's terminal; a
+``NullHandler`` keeps them off it (a configured root logger still receives them). What the user
+should know is said in the manager's one-line notices and errors.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
+import logging
 import math
+import re
 from collections.abc import AsyncIterator, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import anyio
 import httpx2
 import mcp_types
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
-from mcp import Client, StdioServerParameters
-from mcp.client.stdio import stdio_client
+from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 from mcp.shared.message import SessionMessage
+from pydantic import ValidationError
 
 from turnmemory import __version__
-from turnmemory.agent._mcp_catalogue import McpTool
-from turnmemory.agent._mcp_config import McpError, McpServerConfig
+from turnmemory.agent.mcp._catalogue import McpTool, accepted_tools
+from turnmemory.agent.mcp._config import McpError, McpServerConfig
+from turnmemory.agent.mcp._launch import LaunchFailed, StderrTail, launched
 from turnmemory.retention import bound_text
 
 __all__ = ["Connection", "ToolReply"]
@@ -41,6 +51,11 @@ _MAX_PAGES = 100
 _HTTP_READ_TIMEOUT = 300.0
 _STOP_GRACE = 10.0  # the SDK's stdio shutdown waits up to ~6 s for a server to exit
 _CLIENT_INFO = mcp_types.Implementation(name="turnmemory", version=__version__)
+_ANSWER_HEAD = 4096  # where an unreadable line is searched for the id of the request it answers
+_REQUEST_ID = re.compile(rb'"id"\s*:\s*(-?\d{1,18}|"(?:[^"\\]|\\.){0,256}")')
+
+for _logger in ("mcp", "client"):  # mcp.client.session logs as "client"
+    logging.getLogger(_logger).addHandler(logging.NullHandler())
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,11 +70,15 @@ class ToolReply:
 class Connection:
     """The session with one configured server; every method runs on the manager's event loop."""
 
-    def __init__(self, config: McpServerConfig, log_path: Path) -> None:
+    def __init__(self, config: McpServerConfig) -> None:
         self.config = config
-        self.log_path = log_path
         self.tools: tuple[McpTool, ...] = ()
+        self.rejected = 0
+        """How many listed tools the catalogue left out (see :func:`accepted_tools`)."""
+        self.junk_lines = 0
+        """Lines of the server's stdout that were not MCP messages, ignored."""
         self.closed = True
+        self._tail: StderrTail | None = None
         self._client: Client | None = None
         self._task: asyncio.Task[None] | None = None
         self._stop: anyio.Event | None = None
@@ -130,7 +149,6 @@ class Connection:
         )
 
     async def _serve(self, ready: asyncio.Future[None], stop: anyio.Event, scope: anyio.CancelScope) -> None:
-        offset = self.log_path.stat().st_size if self.log_path.exists() else 0
         failure: Exception | None = None
         try:
             with scope:  # its deadline bounds the start-up; lifted once the server is ready
@@ -140,7 +158,7 @@ class Connection:
                     client = await stack.enter_async_context(
                         Client(transport, client_info=_CLIENT_INFO, read_timeout_seconds=self.config.timeout)
                     )
-                    self.tools = await _list_tools(client)
+                    self.tools, self.rejected = await _list_tools(client)
                     scope.deadline = math.inf
                     self._client = client
                     ready.set_result(None)
@@ -153,7 +171,7 @@ class Connection:
             self._client = None
             self.closed = True
             if not ready.done():
-                ready.set_exception(self._start_error(failure, offset))
+                ready.set_exception(self._start_error(failure))
 
     async def _transport(self, stack: AsyncExitStack) -> Any:
         config = self.config
@@ -167,18 +185,16 @@ class Connection:
                 )
             )
             return streamable_http_client(config.url, http_client=http)
-        assert config.command is not None
-        self.log_path.parent.mkdir(parents=True, exist_ok=True)
-        errlog = stack.enter_context(self.log_path.open("a", encoding="utf-8"))
-        parameters = StdioServerParameters(
-            command=config.command, args=list(config.args), env=dict(config.env) or None, cwd=config.cwd
-        )
-        return _watch_closure(stdio_client(parameters, errlog=errlog), self._mark_closed)
+        self._tail = StderrTail()
+        return _watch_closure(launched(config, self._tail), self._mark_closed, self._count_junk)
 
     def _mark_closed(self) -> None:
         self.closed = True
 
-    def _start_error(self, failure: Exception | None, log_offset: int) -> McpError:
+    def _count_junk(self) -> None:
+        self.junk_lines += 1
+
+    def _start_error(self, failure: Exception | None) -> McpError:
         name = self.config.name
         if failure is None:
             return McpError(f"MCP server {name!r}: start-up was cancelled")
@@ -189,30 +205,25 @@ class Connection:
             reason = f"command not found: {self.config.command}"
         elif isinstance(error, MCPError) and error.code == mcp_types.CONNECTION_CLOSED:
             reason = "the server exited during start-up" if self.config.command else "the connection closed"
+        elif isinstance(error, LaunchFailed):
+            reason = str(error)
         else:
             reason = _describe(error)
-        stderr = self._stderr_tail(log_offset)
+        lines = self._tail.lines(_STDERR_LINES) if self._tail else []
+        stderr = " | ".join(bound_text(line, _MESSAGE_BYTES // _STDERR_LINES) for line in lines)
         detail = f" (stderr: {stderr})" if stderr else ""
         return McpError(f"MCP server {name!r} failed to start: {reason}{detail}")
-
-    def _stderr_tail(self, offset: int) -> str:
-        if self.config.command is None:
-            return ""
-        try:
-            with self.log_path.open("rb") as log:
-                log.seek(offset)
-                written = log.read().decode("utf-8", errors="replace")
-        except OSError:
-            return ""
-        lines = [line.strip() for line in written.splitlines() if line.strip()]
-        return bound_text(" | ".join(lines[-_STDERR_LINES:]), _MESSAGE_BYTES)
 
 
 @asynccontextmanager
 async def _watch_closure(
-    transport: Any, on_closed: Callable[[], None]
+    transport: Any, on_closed: Callable[[], None], on_junk: Callable[[], None]
 ) -> AsyncIterator[tuple[MemoryObjectReceiveStream[SessionMessage | Exception], Any]]:
-    """``transport`` with its read stream relayed, calling ``on_closed`` once the server side ends."""
+    """``transport`` with its read stream relayed, calling ``on_closed`` once the server side ends.
+
+    A line the SDK could not read reaches the session as the error answer of the request it names
+    (see :func:`_unreadable_answer`); any other such line is dropped, with ``on_junk`` called.
+    """
     async with transport as (read_stream, write_stream):
         relay: tuple[
             MemoryObjectSendStream[SessionMessage | Exception],
@@ -224,6 +235,12 @@ async def _watch_closure(
             try:
                 async with forward:
                     async for item in read_stream:
+                        if isinstance(item, Exception):
+                            answer = _unreadable_answer(item)
+                            if answer is None:
+                                on_junk()
+                                continue
+                            item = answer
                         await forward.send(item)
             except (anyio.ClosedResourceError, anyio.BrokenResourceError):
                 pass
@@ -239,21 +256,46 @@ async def _watch_closure(
                 await receive.aclose()
 
 
-async def _list_tools(client: Client) -> tuple[McpTool, ...]:
+def _unreadable_answer(error: Exception) -> SessionMessage | None:
+    """The error answer to the request an unreadable line was answering, when the line names one.
+
+    A line is searched (its first bytes, where every JSON-RPC writer puts the ``id``) for the id of
+    a response; a line naming a ``method`` is a request or notification of the server's, ignored.
+    """
+    problems = error.errors(include_url=False) if isinstance(error, ValidationError) else []
+    line = problems[0].get("input") if problems else None
+    if not isinstance(line, str):
+        return None
+    head = line[:_ANSWER_HEAD].encode("utf-8", errors="replace")
+    found = _REQUEST_ID.search(head)
+    if found is None or b'"method"' in head:
+        return None
+    request_id = json.loads(found.group(1))
+    reason = _bounded(str(problems[0].get("msg", "not a valid MCP message")))
+    return SessionMessage(
+        mcp_types.JSONRPCError(
+            jsonrpc="2.0",
+            id=request_id,
+            error=mcp_types.ErrorData(
+                code=mcp_types.PARSE_ERROR, message=f"its answer could not be read: {reason}"
+            ),
+        )
+    )
+
+
+async def _list_tools(client: Client) -> tuple[tuple[McpTool, ...], int]:
+    """The server's tools the catalogue accepts, and how many it left out."""
     if client.server_capabilities.tools is None:
-        return ()
-    tools: list[McpTool] = []
+        return (), 0
+    listed: list[tuple[str, str | None, dict[str, Any]]] = []
     cursor: str | None = None
     for _ in range(_MAX_PAGES):
         page = await client.list_tools(cursor=cursor)
-        tools.extend(
-            McpTool(name=tool.name, description=tool.description or "", input_schema=tool.input_schema)
-            for tool in page.tools
-        )
+        listed.extend((tool.name, tool.description, tool.input_schema) for tool in page.tools)
         cursor = page.next_cursor
         if cursor is None:
             break
-    return tuple(tools)
+    return accepted_tools(listed)
 
 
 def _block_text(block: mcp_types.ContentBlock) -> str:

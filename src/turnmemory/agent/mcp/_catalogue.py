@@ -1,22 +1,32 @@
 """What the model knows about MCP servers: the tool catalogue, name resolution and argument validation.
 
-Pure functions over :class:`McpTool` records; nothing here talks to a server.
+Pure functions over :class:`McpTool` records; nothing here talks to a server. A server is as
+untrusted as the model, so what it lists is bounded before the model sees any of it: tool names
+must match :data:`TOOL_NAME` (others are left out and counted), descriptions are cut to
+:data:`DESCRIPTION_BYTES`, and one server adds at most :data:`SERVER_PROMPT_BYTES` to the system
+prompt; past that the catalogue says how many tools it leaves to ``list_mcp_tools``.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+import re
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from turnmemory.agent._mcp_config import McpError
-from turnmemory.retention import MCP_TOOL, bound_text, normalize_mcp_tool
+from turnmemory.agent.mcp._config import McpError
+from turnmemory.retention import MCP_TOOL, bound_text, cut_utf8, normalize_mcp_tool
 
 __all__ = [
+    "DESCRIPTION_BYTES",
     "LIST_TOOL",
+    "SERVER_PROMPT_BYTES",
+    "TOOL_NAME",
     "McpTool",
     "ServerCatalogue",
+    "accepted_tools",
+    "catalogue_notes",
     "catalogue_text",
     "check_server",
     "check_tool",
@@ -30,7 +40,17 @@ __all__ = [
 LIST_TOOL = "list_mcp_tools"
 """The wrapper tool that shows full input schemas of MCP tools."""
 
-_DESCRIPTION_BYTES = 200
+TOOL_NAME = re.compile(r"[A-Za-z0-9_.-]{1,64}")
+"""The tool names accepted: the characters MCP allows (SEP-986) within the 64 that Anthropic and
+Bedrock allow a tool name. Anything else (a control character, a mebibyte of name) is left out."""
+
+DESCRIPTION_BYTES = 4096
+"""The most of a tool's description kept (``list_mcp_tools`` shows it; the prompt its first line)."""
+
+SERVER_PROMPT_BYTES = 16 * 1024
+"""The most one server's tool lines add to the system prompt."""
+
+_LINE_BYTES = 200
 _SIGNATURE_BYTES = 600
 _ERROR_BYTES = 300
 _NAMES_SHOWN = 40
@@ -53,10 +73,27 @@ class ServerCatalogue:
     name: str
     tools: tuple[McpTool, ...] | None = None
     error: str | None = None
+    rejected: int = 0
+    """How many listed tools were left out for a name :data:`TOOL_NAME` does not accept."""
 
     def tool(self, name: str) -> McpTool | None:
         """The tool called ``name``, if this server offers it."""
         return next((tool for tool in self.tools or () if tool.name == name), None)
+
+
+def accepted_tools(
+    listed: Iterable[tuple[str, str | None, Mapping[str, Any]]],
+) -> tuple[tuple[McpTool, ...], int]:
+    """The tools of ``(name, description, input_schema)`` listings the catalogue keeps, and how many it
+    left out: names :data:`TOOL_NAME` rejects and repeated names; descriptions cut to :data:`DESCRIPTION_BYTES`."""
+    tools: dict[str, McpTool] = {}
+    rejected = 0
+    for name, description, schema in listed:
+        if not TOOL_NAME.fullmatch(name) or name in tools:
+            rejected += 1
+            continue
+        tools[name] = McpTool(name, cut_utf8(description or "", DESCRIPTION_BYTES), schema)
+    return tuple(tools.values()), rejected
 
 
 def normalized_names(server: Any, tool: Any) -> tuple[str, str]:
@@ -204,7 +241,11 @@ def _resolve_ref(ref: str, root: Mapping[str, Any]) -> Any:
 
 
 def catalogue_text(servers: Sequence[ServerCatalogue]) -> str:
-    """The system-prompt section listing each server's tools: name, signature, one-line description."""
+    """The system-prompt section listing each server's tools: name, signature, one-line description.
+
+    Each server's lines stop at :data:`SERVER_PROMPT_BYTES`, with one line saying how many tools are
+    left to :data:`LIST_TOOL`; tools left out for their names are counted.
+    """
     if not servers:
         return ""
     lines = [
@@ -217,13 +258,57 @@ def catalogue_text(servers: Sequence[ServerCatalogue]) -> str:
             lines.append(f"server {server.name}: unavailable ({reason})")
             continue
         lines.append(f"server {server.name} ({len(server.tools)} tools):")
-        for tool in server.tools:
-            description = _first_line(tool.description)
-            suffix = f" - {description}" if description else ""
-            lines.append(f"- {tool.name}{compact_signature(tool.input_schema)}{suffix}")
+        listed = _tool_lines(server.tools)
+        lines.extend(listed)
+        if len(listed) < len(server.tools):
+            lines.append(
+                f"- ... {len(server.tools) - len(listed)} more tools, not listed here: "
+                f'{LIST_TOOL}(server="{server.name}") lists them all'
+            )
+        if server.rejected:
+            lines.append(f"({server.rejected} more tools left out: {_REJECTED})")
     return "\n".join(lines)
+
+
+def catalogue_notes(servers: Sequence[ServerCatalogue]) -> list[str]:
+    """What the user should know about the catalogue: servers that failed, catalogues cut short."""
+    notes: list[str] = []
+    for server in servers:
+        if server.tools is None:
+            notes.append(
+                bound_text(server.error or f"MCP server {server.name!r} is unavailable", _ERROR_BYTES)
+            )
+            continue
+        listed = len(_tool_lines(server.tools))
+        if listed < len(server.tools):
+            notes.append(
+                f"MCP server {server.name!r} offers {len(server.tools)} tools; the system prompt lists "
+                f"{listed} of them (the model lists the rest with {LIST_TOOL})"
+            )
+        if server.rejected:
+            notes.append(f"MCP server {server.name!r}: {server.rejected} tools left out ({_REJECTED})")
+    return notes
+
+
+_REJECTED = "names that are not 1-64 letters, digits, '_', '.' or '-', or repeated"
+
+
+def _tool_lines(tools: Sequence[McpTool]) -> list[str]:
+    """The catalogue lines of ``tools`` that fit in :data:`SERVER_PROMPT_BYTES`, in order."""
+    lines: list[str] = []
+    used = 0
+    for tool in tools:
+        description = _first_line(tool.description)
+        line = (
+            f"- {tool.name}{compact_signature(tool.input_schema)}{f' - {description}' if description else ''}"
+        )
+        used += len(line.encode("utf-8")) + 1
+        if used > SERVER_PROMPT_BYTES:
+            break
+        lines.append(line)
+    return lines
 
 
 def _first_line(text: str) -> str:
     first = next((line for line in text.strip().splitlines() if line.strip()), "")
-    return bound_text(first, _DESCRIPTION_BYTES)
+    return bound_text(first, _LINE_BYTES)

@@ -1,8 +1,8 @@
-"""What a ``call_mcp_tool`` call returns to the model within the turn.
+"""What ``call_mcp_tool`` and ``list_mcp_tools`` return to the model within the turn.
 
-The output always names the normalized ``server`` and ``tool`` (all that TurnMemory retains of an
-MCP call). Results larger than the inline limit are written to a spill file the agent may read, and
-the model gets a preview and the file's path instead.
+A call's output always names the normalized ``server`` and ``tool`` (all that TurnMemory retains of
+an MCP call). Results, and tool listings, larger than the inline limit are written to a spill file
+the agent may read, and the model gets a preview and the file's path instead.
 """
 
 from __future__ import annotations
@@ -13,10 +13,10 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from turnmemory.agent._mcp_config import McpError
+from turnmemory.agent.mcp._config import McpError
 from turnmemory.retention import bound_text, cut_utf8, redact
 
-__all__ = ["INLINE_LIMIT", "PREVIEW_BYTES", "tool_error", "tool_output"]
+__all__ = ["INLINE_LIMIT", "PREVIEW_BYTES", "listing_output", "tool_error", "tool_output"]
 
 INLINE_LIMIT = 32 * 1024
 """The largest result (UTF-8 bytes of text plus structured JSON) returned inline."""
@@ -48,15 +48,30 @@ def tool_output(
     size = len(output["content"].encode("utf-8")) + len(structured_json.encode("utf-8"))
     if size <= limit:
         return output
-    full = _full_text(output["content"], structured)
-    path = _spill_path(spill_dir, server, tool)
-    path.write_bytes(full.encode("utf-8"))
-    preview = cut_utf8(full, PREVIEW_BYTES)
     output.pop("structured", None)
-    output["content"] = preview
+    return _spilled(
+        output, _full_text(output["content"], structured), _spill_path(spill_dir, f"{server}-{tool}")
+    )
+
+
+def listing_output(listing: dict[str, Any], *, spill_dir: Path, limit: int = INLINE_LIMIT) -> dict[str, Any]:
+    """The ``list_mcp_tools`` output: ``listing`` itself, or past ``limit`` bytes of JSON its
+    ``server`` with a preview of the listing and the spill file that holds all of it."""
+    full = json.dumps(listing, ensure_ascii=False, indent=1)
+    if len(full.encode("utf-8")) <= limit:
+        return listing
+    output = {"server": listing["server"]} if "server" in listing else {}
+    return _spilled(output, full, _spill_path(spill_dir, f"{listing.get('server', 'all')}-tools"))
+
+
+def _spilled(output: dict[str, Any], full: str, path: Path) -> dict[str, Any]:
+    """``output`` with ``full`` written to ``path`` and a preview of it as its ``content``."""
+    data = full.encode("utf-8")
+    path.write_bytes(data)
+    output["content"] = cut_utf8(full, PREVIEW_BYTES)
     output["truncated"] = True
     output["spill_file"] = str(path)
-    output["size_bytes"] = len(full.encode("utf-8"))
+    output["size_bytes"] = len(data)
     return output
 
 
@@ -80,7 +95,7 @@ def _repeats(text: str, structured: Any) -> bool:
         return False
 
 
-def _spill_path(spill_dir: Path, server: str, tool: str) -> Path:
+def _spill_path(spill_dir: Path, name: str) -> Path:
     spill_dir.mkdir(parents=True, exist_ok=True)
-    stem = _UNSAFE.sub("_", redact(f"{server}-{tool}"))[:80]
+    stem = _UNSAFE.sub("_", redact(name))[:80]
     return spill_dir / f"mcp-{stem}-{uuid.uuid4().hex[:12]}.txt"

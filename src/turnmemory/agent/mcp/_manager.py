@@ -1,22 +1,8 @@
-"""MCP servers in the agent, through the official ``mcp`` SDK.
+"""The MCP servers of one agent process: lazy start on one event-loop thread, catalogue, calls, shutdown.
 
-The model sees one wrapper tool, ``call_mcp_tool(server, tool, arguments)``, a compact catalogue of
-every server's tools in the system prompt (:meth:`McpManager.catalogue_text`) and ``list_mcp_tools``
-for a tool's full input schema. Server and tool names are normalized and checked against the
-catalogue, and arguments against the tool's input schema, before anything reaches a server.
-
-::
-
-    configs = parse_mcp_config(config.get("mcp"))
-    with McpManager(configs, spill_dir=session_dir / "spill") as manager:
-        system_prompt += manager.catalogue_text()
-        output = manager.call("time", "get_current_time", {"timezone": "UTC"})
-        # {"server": "time", "tool": "get_current_time", "content": "...", "structured": {...}}
-
-The SDK is asyncio-based; the manager owns one event-loop thread and the synchronous agent loop
-submits work to it. Servers start lazily, every start-up and call is bounded by the server's
-timeouts, a server whose process died is restarted before the next call, and :meth:`McpManager.close`
-(also run at exit) shuts every started server down.
+What the user should know and the model alone would otherwise see (a server that failed to start, a
+catalogue cut short, a server writing lines that are not MCP messages) is said through ``notice``,
+once each, on the thread that called the manager, made safe for a terminal.
 """
 
 from __future__ import annotations
@@ -30,81 +16,28 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from turnmemory.agent._mcp_catalogue import (
-    LIST_TOOL,
-    McpTool,
+from turnmemory._text import terminal_safe
+from turnmemory.agent.mcp._catalogue import (
     ServerCatalogue,
+    catalogue_notes,
     catalogue_text,
     check_server,
     check_tool,
-    compact_signature,
     normalized_names,
     parse_arguments,
     resolve_call,
     validate_arguments,
 )
-from turnmemory.agent._mcp_config import DEFAULT_TIMEOUT, McpError, McpServerConfig, parse_mcp_config
-from turnmemory.agent._mcp_results import INLINE_LIMIT, tool_error, tool_output
-from turnmemory.llm import ToolSpec
-from turnmemory.retention import MCP_TOOL
+from turnmemory.agent.mcp._config import McpError, McpServerConfig
+from turnmemory.agent.mcp._results import INLINE_LIMIT, listing_output, tool_error, tool_output
 
 if TYPE_CHECKING:
-    from turnmemory.agent._mcp_connection import Connection, ToolReply
+    from turnmemory.agent.mcp._connection import Connection, ToolReply
 
-__all__ = [
-    "CALL_MCP_TOOL_SPEC",
-    "DEFAULT_TIMEOUT",
-    "INLINE_LIMIT",
-    "LIST_MCP_TOOLS_SPEC",
-    "MCP_TOOL",
-    "McpError",
-    "McpManager",
-    "McpServerConfig",
-    "McpTool",
-    "compact_signature",
-    "parse_mcp_config",
-]
+__all__ = ["McpManager"]
 
 _T = TypeVar("_T")
 _GRACE = 15.0  # beyond the configured timeouts, for stopping a dead session and thread hand-offs
-
-
-CALL_MCP_TOOL_SPEC = ToolSpec(
-    name=MCP_TOOL,
-    description=(
-        "Call a tool of a configured MCP server. The MCP servers section of the system prompt lists each "
-        "server's tools with their arguments; list_mcp_tools shows a tool's full input schema. "
-        "'arguments' must match that schema."
-    ),
-    input_schema={
-        "type": "object",
-        "properties": {
-            "server": {"type": "string", "description": "MCP server name, as listed"},
-            "tool": {"type": "string", "description": "tool name on that server"},
-            "arguments": {"type": "object", "description": "the tool's arguments, matching its input schema"},
-        },
-        "required": ["server", "tool"],
-        "additionalProperties": False,
-    },
-)
-"""The ``call_mcp_tool`` wrapper through which every MCP call runs (and replays)."""
-
-LIST_MCP_TOOLS_SPEC = ToolSpec(
-    name=LIST_TOOL,
-    description=(
-        "List MCP tools with their full input schemas: all servers' catalogue without arguments, "
-        "one server's tools with 'server', one tool with 'server' and 'tool'."
-    ),
-    input_schema={
-        "type": "object",
-        "properties": {
-            "server": {"type": "string", "description": "MCP server name"},
-            "tool": {"type": "string", "description": "tool name on that server"},
-        },
-        "additionalProperties": False,
-    },
-)
-"""The ``list_mcp_tools`` wrapper that shows full input schemas."""
 
 
 class McpManager:
@@ -112,10 +45,16 @@ class McpManager:
 
     Thread-safe: calls may come from any thread; all SDK work runs on the manager's own event-loop
     thread. Use as a context manager, or call :meth:`close` (it also runs at interpreter exit).
+    ``notice`` receives the one-line notes for the user (see the module docstring).
     """
 
     def __init__(
-        self, configs: Iterable[McpServerConfig], *, spill_dir: Path | str, inline_limit: int = INLINE_LIMIT
+        self,
+        configs: Iterable[McpServerConfig],
+        *,
+        spill_dir: Path | str,
+        inline_limit: int = INLINE_LIMIT,
+        notice: Callable[[str], None] | None = None,
     ) -> None:
         self._configs: dict[str, McpServerConfig] = {}
         for config in configs:
@@ -124,6 +63,8 @@ class McpManager:
             self._configs[config.name] = config
         self.spill_dir = Path(spill_dir)
         self.inline_limit = inline_limit
+        self._notice = notice
+        self._said: set[str] = set()
         self._lock = threading.Lock()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
@@ -163,17 +104,21 @@ class McpManager:
         if not self._configs:
             return ""
         wait = max(config.startup_timeout for config in self._configs.values()) + _GRACE
-        return catalogue_text(self._run(self._start_all, wait))
+        catalogues = self._run(self._start_all, wait)
+        self._say(*catalogue_notes(catalogues))
+        return catalogue_text(catalogues)
 
     def describe(self, server: Any = None, tool: Any = None) -> dict[str, Any]:
-        """The ``list_mcp_tools`` output: the catalogue, one server's tools, or one tool, with full schemas."""
+        """The ``list_mcp_tools`` output: the catalogue, one server's tools, or one tool, with full schemas
+        (spilled to a file past the inline limit, see :func:`listing_output`)."""
         if not server and not tool:
-            return {"catalogue": self.catalogue_text() or "no MCP servers are configured"}
+            every = {"catalogue": self.catalogue_text() or "no MCP servers are configured"}
+            return listing_output(every, spill_dir=self.spill_dir, limit=self.inline_limit)
         name, tool_name = normalized_names(server, tool)
         check_server(name, self.servers)
         catalogue = self._catalogue(name)
         tools = [check_tool(catalogue, tool_name)] if tool_name else list(catalogue.tools or ())
-        return {
+        listing: dict[str, Any] = {
             "server": name,
             "tools": [
                 {
@@ -184,6 +129,7 @@ class McpManager:
                 for entry in tools
             ],
         }
+        return listing_output(listing, spill_dir=self.spill_dir, limit=self.inline_limit)
 
     def check(self, server: Any, tool: Any, arguments: Any = None) -> tuple[str, str, dict[str, Any]]:
         """``(server, tool, arguments)`` normalized and validated against the catalogue and the tool's
@@ -204,9 +150,17 @@ class McpManager:
         """
         name, tool_name, parsed = self.check(server, tool, arguments)
         config = self._configs[name]
-        reply: ToolReply = self._run(
-            lambda: self._invoke(name, tool_name, parsed), config.startup_timeout + config.timeout + _GRACE
-        )
+        try:
+            reply: ToolReply = self._run(
+                lambda: self._invoke(name, tool_name, parsed),
+                config.startup_timeout + config.timeout + _GRACE,
+            )
+        finally:
+            connection = self._connections.get(name)
+            if connection is not None and connection.junk_lines:
+                self._say(
+                    f"MCP server {name!r} writes lines to stdout that are not MCP messages; they are ignored"
+                )
         if reply.is_error:
             raise tool_error(name, tool_name, reply.text)
         return tool_output(
@@ -238,6 +192,12 @@ class McpManager:
         self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
     ) -> None:
         self.close()
+
+    def _say(self, *notes: str) -> None:
+        for note in notes:
+            if self._notice is not None and note not in self._said:
+                self._said.add(note)
+                self._notice(terminal_safe(note))
 
     def _catalogue(self, name: str) -> ServerCatalogue:
         connection = self._run(
@@ -271,14 +231,14 @@ class McpManager:
     async def _ensure(self, name: str, *, retry_failed: bool) -> Connection:
         """The running connection to ``name``: started now, or restarted if its session ended."""
         try:
-            from turnmemory.agent._mcp_connection import Connection
+            from turnmemory.agent.mcp._connection import Connection
         except ImportError as error:
             raise McpError(
                 f"MCP servers need the mcp SDK ({error.name} is missing): pip install 'turnmemory[mcp]'"
             ) from None
         connection = self._connections.get(name)
         if connection is None:
-            connection = Connection(self._configs[name], self.spill_dir / f"mcp-{name}.log")
+            connection = Connection(self._configs[name])
             self._connections[name] = connection
         async with self._starting.setdefault(name, asyncio.Lock()):
             if connection.running:
@@ -300,7 +260,7 @@ class McpManager:
             *(self._ensure(name, retry_failed=False) for name in names), return_exceptions=True
         )
         return [
-            ServerCatalogue(name=name, tools=result.tools)
+            ServerCatalogue(name=name, tools=result.tools, rejected=result.rejected)
             if not isinstance(result, BaseException)
             else ServerCatalogue(name=name, error=str(result))
             for name, result in zip(names, results, strict=True)

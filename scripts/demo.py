@@ -17,9 +17,9 @@ import turnmemory as tm
 
 __all__ = ["example_turn", "main", "sources"]
 
-_REPO = Path(__file__).resolve().parents[2]
+_REPO = Path(__file__).resolve().parents[1]
 _PLOT = Path("demo-output") / "context.png"
-_WORKSPACE = "/home/dev/keen"
+_WORKSPACE = "/srv/project"
 
 
 def example_turn() -> tm.Message:
@@ -94,6 +94,7 @@ def main(paths: list[Path] | None = None, plot: Path = _PLOT) -> None:
         print(f"note: {meter.note}")
     report = analyze_paths(found, meter)
     print_table(report, sessions=MAX_PANELS)
+    plot.parent.mkdir(parents=True, exist_ok=True)
     panels = plot_report(report, plot)
     print(f"plot ({panels} sessions): {plot}")
 
