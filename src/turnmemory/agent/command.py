@@ -80,6 +80,14 @@ _ToolHistory = Annotated[
         help="memory (default) or full: earlier turns' raw trace, kept in this process only.",
     ),
 ]
+_MaxToolRounds = Annotated[
+    int | None,
+    typer.Option(
+        "--max-tool-rounds",
+        min=1,
+        help="Tool rounds one turn may run before it ends incomplete (default: config, then 10000).",
+    ),
+]
 
 
 def _fail(message: str) -> typer.Exit:
@@ -124,6 +132,7 @@ def run(
     deadline: _Deadline = None,
     boundary: _Boundary = None,
     tool_history: _ToolHistory = None,
+    max_tool_rounds: _MaxToolRounds = None,
     config: _Config = None,
     workspace: _Workspace = None,
 ) -> None:
@@ -155,6 +164,7 @@ def run(
             deadline=deadline,
             boundary=boundary,
             tool_history=tool_history,
+            max_tool_rounds=max_tool_rounds,
         )
         request = RunRequest(
             prompt=text,
@@ -193,6 +203,7 @@ def chat(
     deadline: _Deadline = None,
     boundary: _Boundary = None,
     tool_history: _ToolHistory = None,
+    max_tool_rounds: _MaxToolRounds = None,
     config: _Config = None,
     workspace: _Workspace = None,
 ) -> None:
@@ -221,6 +232,7 @@ def chat(
             deadline=deadline,
             boundary=boundary,
             tool_history=tool_history,
+            max_tool_rounds=max_tool_rounds,
         )
         if not (sys.stdin.isatty() and sys.stdout.isatty()):  # after the errors in the arguments
             raise _fail("chat needs a terminal; to run a prompt from a pipe or a file use: turnmemory run -")

@@ -12,6 +12,9 @@ variables, then its config-file keys, then its default.
     context_window = 200000              # tokens; default: the model's, from turnmemory.llm.CONTEXT_WINDOWS
     context_reserve = 8192               # tokens a request leaves for the output
     clear_at_least = 40000               # fewest tokens the in-turn reducer clears at a time
+    max_tool_rounds = 10000              # tool rounds one turn may run (--max-tool-rounds)
+    max_calls_per_response = 100         # calls of one response that run; the model is told of the rest
+    max_argument_bytes = 1000000         # largest arguments of one call that run (bytes of JSON)
     compaction = "summary"               # or "drop", or "off": what happens to the oldest turns
     boundary = "every_turn"              # or "when_it_pays": when a finished turn gives way to its
                                          # TurnMemory (--boundary; see turnmemory.boundary)
@@ -72,7 +75,12 @@ from turnmemory.agent.compaction import COMPACTION_MODES, CompactionMode
 from turnmemory.agent.permissions import Rule, parse_rules
 from turnmemory.agent.sandbox import SANDBOX_MODES, SandboxMode
 from turnmemory.boundary import DEFAULT_POLICY, BoundaryPolicy
-from turnmemory.llm import ContextLimits
+from turnmemory.llm import (
+    DEFAULT_MAX_ARGUMENT_BYTES,
+    DEFAULT_MAX_CALLS,
+    DEFAULT_MAX_TOOL_TURNS,
+    ContextLimits,
+)
 from turnmemory.replay import IdStyle
 
 __all__ = [
@@ -179,6 +187,12 @@ def _tokens(value: object) -> int:
     return value
 
 
+def _count(value: object) -> int:
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise ValueError
+    return value
+
+
 def _switch(value: object) -> bool:
     if not isinstance(value, bool):
         raise ValueError
@@ -243,6 +257,7 @@ TEXT = Kind("a non-empty string", _text)
 SECRET = Kind("a non-empty string", _text, show=lambda _: "set (hidden)", plain=lambda _: "hidden")
 SECONDS = Kind("a positive number of seconds", _seconds, show=lambda value: f"{value:g} s")
 TOKENS = Kind("a whole number of tokens", _tokens, show=lambda value: f"{value:,} tokens")
+COUNT = Kind("a whole number of at least 1", _count, show=lambda value: f"{value:,}")
 SWITCH = Kind("true or false", _switch, show=lambda value: "true" if value else "false")
 RULES = Kind(
     "a list of rules",
@@ -419,6 +434,9 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("context_window", TOKENS, file=("context_window",), unset="the model's"),
     Setting("context_reserve", TOKENS, file=("context_reserve",), unset="the client's default"),
     Setting("clear_at_least", TOKENS, file=("clear_at_least",), unset="a fifth of the window"),
+    Setting("max_tool_rounds", COUNT, flag="--max-tool-rounds", file=("max_tool_rounds",)),
+    Setting("max_calls_per_response", COUNT, file=("max_calls_per_response",)),
+    Setting("max_argument_bytes", COUNT, file=("max_argument_bytes",)),
     Setting("compaction", choice(*COMPACTION_MODES), file=("compaction",)),
     Setting("boundary", choice("every_turn", "when_it_pays"), flag="--boundary", file=("boundary",)),
     Setting("tool_history", choice(*TOOL_HISTORIES), flag="--tool-history", file=("tool_history",)),
@@ -656,6 +674,12 @@ class AgentConfig:
     """Tokens a request leaves for the output (``None``: the client's default)."""
     clear_at_least: int | None = None
     """Fewest tokens the in-turn reducer clears at a time (``None``: a fifth of the window)."""
+    max_tool_rounds: int = DEFAULT_MAX_TOOL_TURNS
+    """Tool rounds one turn may run before it ends ``tool_limit``."""
+    max_calls_per_response: int = DEFAULT_MAX_CALLS
+    """Calls of one response that run; the model is told of the others that they did not."""
+    max_argument_bytes: int = DEFAULT_MAX_ARGUMENT_BYTES
+    """The largest arguments of one call that run (UTF-8 bytes of their compact JSON)."""
     compaction: CompactionMode = "summary"
     """What happens to the oldest turns when the history nears the window."""
     boundary: BoundaryPolicy = DEFAULT_POLICY

@@ -117,6 +117,17 @@ def open_agent_client(config: AgentConfig, session_id: str | None) -> Client:
         context_reserve=config.context_reserve,
         clear_at_least=config.clear_at_least,
         boundary=config.client_boundary,
+        max_tool_turns=config.max_tool_rounds,
+        max_calls=config.max_calls_per_response,
+        max_argument_bytes=config.max_argument_bytes,
+    )
+
+
+def _raise_the_limit(event: Event) -> Event:
+    """A ``tool_limit`` ending that names the setting which raises the limit."""
+    limit = event.error or "the turn reached its limit of tool rounds"
+    return replace(
+        event, error=f"{limit}; raise it with --max-tool-rounds or max_tool_rounds in the config file"
     )
 
 
@@ -287,6 +298,9 @@ class Agent:
                         self.usage.add(event.usage, time.monotonic())
                     elif event.terminal:
                         status, error, reason = _TERMINAL_STATUS[event.kind], event.error, event.reason
+                        if reason == "tool_limit":
+                            event = _raise_the_limit(event)
+                            error = event.error
                     self.view.event(event, elapsed)
         except KeyboardInterrupt:
             status, error, reason = "interrupted", "interrupted by the user", None

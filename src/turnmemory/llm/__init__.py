@@ -13,7 +13,14 @@
 Importing this package needs no SDK; each provider's SDK is imported when its client is opened.
 """
 
-from turnmemory.llm._client import Client, Pending, record_items
+from turnmemory.llm._client import (
+    DEFAULT_MAX_ARGUMENT_BYTES,
+    DEFAULT_MAX_CALLS,
+    DEFAULT_MAX_TOOL_TURNS,
+    Client,
+    Pending,
+    record_items,
+)
 from turnmemory.llm._open import PROVIDERS, open_client
 from turnmemory.llm._reduce import CLEARED
 from turnmemory.llm._retry import RetryPolicy
@@ -35,6 +42,9 @@ from turnmemory.providers._tools import ToolResult
 __all__ = [
     "CLEARED",
     "CONTEXT_WINDOWS",
+    "DEFAULT_MAX_ARGUMENT_BYTES",
+    "DEFAULT_MAX_CALLS",
+    "DEFAULT_MAX_TOOL_TURNS",
     "PROVIDERS",
     "TERMINAL_KINDS",
     "UNKNOWN",

@@ -6,7 +6,13 @@ import importlib
 from typing import Any
 
 from turnmemory.boundary import DEFAULT_POLICY, BoundaryPolicy
-from turnmemory.llm._client import DEFAULT_CACHE_TTL, Client
+from turnmemory.llm._client import (
+    DEFAULT_CACHE_TTL,
+    DEFAULT_MAX_ARGUMENT_BYTES,
+    DEFAULT_MAX_CALLS,
+    DEFAULT_MAX_TOOL_TURNS,
+    Client,
+)
 from turnmemory.llm._retry import RetryPolicy
 from turnmemory.llm._sdk import DEFAULT_CONNECT_TIMEOUT, DEFAULT_TIMEOUT, Endpoint, Settings
 from turnmemory.llm._tokens import ContextLimits, Tokenizer, open_counter
@@ -25,8 +31,6 @@ _SDKS: dict[str, tuple[str, str, str]] = {
 }
 """Provider name → (module, SDK half, the SDK's package), for every name of ``PROVIDERS``."""
 
-DEFAULT_MAX_TOOL_TURNS = 100
-
 
 def open_client(
     provider: str,
@@ -40,6 +44,8 @@ def open_client(
     deadline: float | None = None,
     region: str | None = None,
     max_tool_turns: int = DEFAULT_MAX_TOOL_TURNS,
+    max_calls: int = DEFAULT_MAX_CALLS,
+    max_argument_bytes: int = DEFAULT_MAX_ARGUMENT_BYTES,
     retry: RetryPolicy | None = None,
     max_tokens: int | None = None,
     temperature: float | None = None,
@@ -67,8 +73,11 @@ def open_client(
     pass a ready SDK object as ``client`` (Anthropic and OpenAI clients get their retries turned off;
     configure a Gemini or boto3 client's retries and timeouts yourself).
 
-    ``retry`` is the policy for failed requests; ``max_tool_turns`` bounds the tool iterations of one
-    turn and ``deadline`` (seconds, tools included; the read timeout never exceeds it) its duration.
+    ``retry`` is the policy for failed requests; ``max_tool_turns`` bounds the tool rounds of one turn
+    (10,000) and ``deadline`` (seconds, tools included; the read timeout never exceeds it) its
+    duration; ``max_calls`` the calls of one response that run (100) and ``max_argument_bytes`` the
+    size of the arguments one call may carry and run (1,000,000 bytes of compact JSON): the model is
+    told in one line of each call that did not run.
     ``max_tokens`` caps the output (Anthropic needs one: 8192 by default). ``temperature`` is not
     accepted by Anthropic. ``thinking`` is a reasoning token budget (Anthropic, Gemini, Claude on
     Bedrock) and ``reasoning_effort`` an effort level (OpenAI). ``session_id`` becomes OpenAI's
@@ -142,6 +151,8 @@ def open_client(
         model=model,
         retry=retry or RetryPolicy(),
         max_tool_turns=max_tool_turns,
+        max_calls=max_calls,
+        max_argument_bytes=max_argument_bytes,
         deadline=deadline,
         limits=limits,
         counter=counter,

@@ -1,23 +1,28 @@
 """The in-turn reducer: before each request of a turn, make it fit the model's context window.
 
 A long agentic turn carries every tool call and result of the turn so far. When the estimated
-request would exceed the window minus the output reserve, the reducer replaces, in the turn's trace
+request would exceed the window minus the output reserve, the reducer rewrites, in the turn's trace
 (the pending state of an earlier incomplete turn, then this turn's own items):
 
-1. the contents of the oldest tool results, with a short note saying what was removed and that the
-   tool can be run again (a JSON object result keeps its short scalar fields, such as an exit code), at least ``clear_at_least`` tokens at a time so that the cached prompt
-   prefix changes rarely;
+1. the contents of the oldest tool results, with a short note saying that the tool can be run again
+   (keeping what TurnMemory keeps of a result: its exit code, changed file, failed command), at least
+   ``clear_at_least`` tokens at a time so that the cached prompt prefix changes rarely;
 2. if still needed, the large values (over 256 bytes) inside the largest call arguments, such as
    written file bodies, except in responses that carry signed reasoning (thinking signatures,
    encrypted reasoning, thought signatures), which are never edited;
-3. as a last resort, the results of the latest tool round (which the model has not read yet: their
-   note says the output does not fit and asks for less of it at a time, not to run the tool again).
+3. when the cleared trace itself no longer fits, the earliest sealed iterations are *folded* into
+   their TurnMemory record, as the turn boundary renders them: their prose stays, each call gets its
+   placeholder arguments and each result the status-aware placeholder (``{"status": "success"}``, a
+   changed file, a failed command and its exit code), again ``clear_at_least`` tokens at a time;
+4. only when nothing older is left to clear or fold (a single round's results alone exceed the
+   window), the results of the latest tool round, which the model has not read yet: their note says
+   the output does not fit and asks for less of it at a time, not to run the tool again.
 
 Ids, pairing, names and error status stay. The reduced items replace the originals in the trace, so
-cleared items stay cleared for the rest of the turn (and in the pending state it may leave): later
-requests extend the same prefix. Which parts of a provider-native item are results or arguments is
-the wire format's knowledge (``pieces`` and ``replace`` of each provider module); the reducer only
-picks and measures.
+cleared and folded items stay so for the rest of the turn (and in the pending state it may leave):
+later requests extend the same prefix. Which parts of a provider-native item are results or
+arguments is the wire format's knowledge (``pieces`` and ``replace`` of each provider module); the
+reducer only picks and measures.
 """
 
 from __future__ import annotations
@@ -33,6 +38,9 @@ from turnmemory.llm._tools import ToolSpec
 from turnmemory.providers import Wire
 from turnmemory.providers._read import Piece
 from turnmemory.providers._render import Item
+from turnmemory.providers._tools import parse_output
+from turnmemory.replay import ArgumentPolicy, historical_arguments, historical_result
+from turnmemory.retention import retain
 
 __all__ = ["CLEARED", "Reducer", "Reduction", "cleared_note"]
 
@@ -42,11 +50,20 @@ CLEARED = "[cleared to fit the context window"
 _LARGE_VALUE = 256
 """Argument values whose compact JSON is larger than this many bytes are cleared."""
 
-_FACT_BYTES = 80
-"""String fields of a JSON result up to this size stay when its output is cleared."""
+_KEPT_FIELDS = ("file_changed", "failed_command", "exit_code")
+"""The fields of a JSON result that stay when its output is cleared: what TurnMemory keeps of it."""
 
-_ROUNDS = 4
+_FACT_BYTES = 200
+"""A kept string field longer than this many bytes is dropped with the output."""
+
+_FAILED = "failed"
+"""A folded failed result's content: the wire marks it failed as it did before."""
+
+_ROUNDS = 8
 """Reductions tried per request before giving up (each re-measures the trace)."""
+
+Edit = tuple[Piece, "str | dict[str, Any]", int]
+"""One planned edit: the piece, its new content and the raw tokens it saves."""
 
 
 def cleared_note(what: str, tokens: int, name: str = "", *, unread: bool = False) -> str:
@@ -58,19 +75,17 @@ def cleared_note(what: str, tokens: int, name: str = "", *, unread: bool = False
             f"{CLEARED}: the output of {tool} (~{tokens} tokens) does not fit. Ask for less of it at a time.]"
         )
     if what == "output":
-        return (
-            f"{CLEARED}: the output of {tool} (~{tokens} tokens) was removed. "
-            "Run the tool again if you still need it.]"
-        )
+        return f"{CLEARED}; run {tool} again if you need it]"
     return f"{CLEARED}: ~{tokens} tokens removed]"
 
 
 @dataclass(frozen=True, slots=True)
 class Reduction:
-    """What one reduction did: the new trace, what it cleared and freed, and whether it fits now.
+    """What one reduction did: the new trace, what it cleared, folded and freed, and whether it fits.
 
     ``tokens`` is the calibrated estimate of the whole request afterwards; ``freed`` the calibrated
-    tokens it saved; ``pending`` whether items before ``len(injected)`` changed.
+    tokens it saved; ``pending`` whether items before ``len(injected)`` changed; ``folded`` how many
+    calls became their TurnMemory record.
     """
 
     items: list[Item]
@@ -80,24 +95,41 @@ class Reduction:
     tokens: int
     fits: bool
     pending: bool
+    folded: int = 0
+
+    @property
+    def changed(self) -> bool:
+        """Whether anything was rewritten."""
+        return bool(self.results or self.arguments or self.folded)
 
     def summary(self) -> str:
         """One line for the user."""
-        parts = []
-        if self.results:
-            parts.append(f"{self.results} tool result{'s' if self.results != 1 else ''}")
-        if self.arguments:
-            parts.append(f"the arguments of {self.arguments} call{'s' if self.arguments != 1 else ''}")
-        cleared = " and ".join(parts) or "nothing"
-        return f"cleared {cleared} (~{self.freed} tokens) to fit the context window"
+
+        def many(n: int, word: str) -> str:
+            return f"{n} {word}{'s' if n != 1 else ''}"
+
+        parts = [
+            *([f"cleared {many(self.results, 'tool result')}"] if self.results else []),
+            *([f"cleared the arguments of {many(self.arguments, 'call')}"] if self.arguments else []),
+            *(
+                [f"folded {many(self.folded, 'earlier call')} into their TurnMemory record"]
+                if self.folded
+                else []
+            ),
+        ]
+        return f"{'; '.join(parts) or 'cleared nothing'} (~{self.freed} tokens) to fit the context window"
 
 
 class Reducer:
-    """Measures a turn's requests and reduces their trace (one reducer per turn: it memoizes items)."""
+    """Measures a turn's requests and reduces their trace (one reducer per turn: it memoizes items).
 
-    def __init__(self, wire: Wire, accounting: Accounting) -> None:
+    ``arguments`` is the replay's argument policy: what a folded call's placeholder arguments hold.
+    """
+
+    def __init__(self, wire: Wire, accounting: Accounting, *, arguments: ArgumentPolicy = "empty") -> None:
         self._wire = wire
         self.accounting = accounting
+        self._policy: ArgumentPolicy = arguments
         self._sizes: dict[int, tuple[object, int]] = {}
 
     @property
@@ -141,7 +173,7 @@ class Reducer:
         """Reduce the trace ``injected + turn`` of a request estimated at ``raw`` until it fits."""
         trace = [*injected, *turn]
         other = raw - self.tokens(trace)
-        results = arguments = 0
+        counts = {"results": 0, "arguments": 0, "folded": 0}
         changed: set[int] = set()
         for _ in range(_ROUNDS):
             size = other + self.tokens(trace)
@@ -150,62 +182,105 @@ class Reducer:
             step = self._step(trace, size)
             if step is None:
                 break
-            trace, cleared_results, cleared_arguments, touched = step
-            results += cleared_results
-            arguments += cleared_arguments
+            trace, done, touched = step
+            for key, count in done.items():
+                counts[key] += count
             changed |= touched
         after = other + self.tokens(trace)
         return Reduction(
             items=trace,
-            results=results,
-            arguments=arguments,
+            results=counts["results"],
+            arguments=counts["arguments"],
+            folded=counts["folded"],
             freed=max(self.accounting.scaled(raw) - self.accounting.scaled(after), 0),
             tokens=self.accounting.scaled(after),
             fits=self.fits(after),
             pending=any(index < len(injected) for index in changed),
         )
 
-    def _step(self, trace: list[Item], raw: int) -> tuple[list[Item], int, int, set[int]] | None:
-        """One pass of clearing: the new trace, results and calls cleared, touched item indices."""
+    def _step(self, trace: list[Item], raw: int) -> tuple[list[Item], dict[str, int], set[int]] | None:
+        """One pass: the new trace, what it cleared (``results``, ``arguments``) and ``folded``, and the
+        touched item indices. The latest round is cleared only when nothing older is left to reduce."""
         accounting = self.accounting
         need = raw - accounting.raw(self.budget)
         chunk = max(need, accounting.raw(accounting.limits.clear_at_least))
         pieces = [piece for piece in self._wire.pieces(trace) if piece.kind in ("call", "result")]
         names = {piece.call_id: piece.name for piece in pieces if piece.kind == "call"}
         latest = _latest_round(pieces)
-        older = [p for i, p in enumerate(pieces) if p.kind == "result" and i < latest]
-        newest = [p for i, p in enumerate(pieces) if p.kind == "result" and i >= latest]
+        older = [p for p in pieces[:latest] if p.kind == "result"]
         calls = [p for p in pieces if p.kind == "call" and p.editable and p.arguments]
         calls.sort(key=lambda piece: -len(compact_json(piece.arguments)))
-        edits: list[tuple[Piece, str | dict[str, Any]]] = []
-        freed = 0
-        for stage, goal in ((older, chunk), (calls, need), (newest, need)):
-            for piece in stage:
-                if freed >= goal:
-                    break
-                name = piece.name or names.get(piece.call_id, "")
-                content, saved = self._clear(piece, name, unread=stage is newest)
-                if saved > 0:
-                    edits.append((piece, content))
-                    freed += saved
+        kind = "results"
+        edits = self._take([self._clear(p, names, unread=False) for p in older], chunk)
+        if not edits:
+            kind, edits = "arguments", self._take([self._clear(p, names, unread=False) for p in calls], need)
+        if not edits:
+            kind, edits = "folded", self._fold(pieces[:latest], chunk)
+        if not edits:
+            newest = [p for p in pieces[latest:] if p.kind == "result"]
+            kind, edits = "results", self._take([self._clear(p, names, unread=True) for p in newest], need)
         if not edits:
             return None
         reduced = list(trace)
-        for piece, content in edits:
+        for piece, content, _ in edits:
             reduced[piece.item] = self._wire.replace(reduced[piece.item], piece, content)
-        results = sum(1 for piece, _ in edits if piece.kind == "result")
-        return reduced, results, len(edits) - results, {piece.item for piece, _ in edits}
+        count = sum(1 for piece, _, _ in edits if piece.kind == ("call" if kind == "arguments" else "result"))
+        return reduced, {kind: count}, {piece.item for piece, _, _ in edits}
 
-    def _clear(self, piece: Piece, name: str, *, unread: bool) -> tuple[str | dict[str, Any], int]:
-        """The replacement for ``piece`` and the raw tokens it saves (0 or less: not worth it)."""
+    @staticmethod
+    def _take(candidates: Sequence[Edit | None], goal: int) -> list[Edit]:
+        """The first worthwhile edits of ``candidates``, until they save ``goal`` raw tokens."""
+        taken: list[Edit] = []
+        freed = 0
+        for edit in candidates:
+            if freed >= goal:
+                break
+            if edit is not None and edit[2] > 0:
+                taken.append(edit)
+                freed += edit[2]
+        return taken
+
+    def _fold(self, pieces: Sequence[Piece], goal: int) -> list[Edit]:
+        """The edits that fold the earliest iterations of ``pieces`` into their TurnMemory record, whole
+        iterations at a time, until they save ``goal`` raw tokens."""
+        edits: list[Edit] = []
+        freed = 0
+        for iteration in _iterations(pieces):
+            if freed >= goal:
+                break
+            for call, result in iteration:
+                for edit in self._folded(call, result):
+                    if edit[2] > 0:
+                        edits.append(edit)
+                        freed += edit[2]
+        return edits
+
+    def _folded(self, call: Piece, result: Piece) -> list[Edit]:
+        """The edits that turn ``call`` and its ``result`` into their placeholders (none already are)."""
+        count = self.accounting.counter
+        outcome = parse_output(result.text, is_error=result.error)
+        activity = retain(0, call.name, call.arguments, output=outcome.output, error=outcome.error)
+        # A failure keeps the wire's error flag (or ``{"error": ...}``), so its placeholder is one word.
+        placeholder = _FAILED if result.error else compact_json(historical_result(activity))
+        edits: list[Edit] = []
+        if result.text != placeholder:
+            edits.append((result, placeholder, count.text(result.text) - count.text(placeholder)))
+        arguments = historical_arguments(activity, self._policy)
+        if call.editable and call.arguments is not None and dict(call.arguments) != arguments:
+            edits.append((call, arguments, count.value(dict(call.arguments)) - count.value(arguments)))
+        return edits
+
+    def _clear(self, piece: Piece, names: Mapping[str, str], *, unread: bool) -> Edit | None:
+        """The edit that clears ``piece`` (a result's output, or a call's large argument values)."""
         count = self.accounting.counter
         if piece.kind == "result":
             if CLEARED in piece.text:
-                return "", 0
+                return None
+            name = piece.name or names.get(piece.call_id, "")
             size = count.text(piece.text)
             note = cleared_note("output", self.accounting.scaled(size), name, unread=unread)
             content = note if piece.error else _with_facts(piece.text, note)
-            return content, size - count.text(content)
+            return piece, content, size - count.text(content)
         arguments = dict(piece.arguments or {})
         saved = 0
         for key, value in arguments.items():
@@ -215,7 +290,7 @@ class Reducer:
                 note = cleared_note("arguments", self.accounting.scaled(size))
                 arguments[key] = note
                 saved += size - count.value(note)
-        return arguments, saved
+        return piece, arguments, saved
 
     def _size(self, value: object, render: Callable[[Any], object] | None = None) -> int:
         """The raw estimate of ``value`` (as ``render`` shows it), memoized by identity (the value is
@@ -229,7 +304,8 @@ class Reducer:
 
 
 def _with_facts(text: str, note: str) -> str:
-    """``note``, keeping the short scalar fields of a JSON object result (an exit code, a path)."""
+    """``note``, keeping beside it what TurnMemory keeps of a JSON object result (an exit code, a
+    changed file, a failed command)."""
     try:
         value = json.loads(text)
     except ValueError:
@@ -237,13 +313,35 @@ def _with_facts(text: str, note: str) -> str:
     if not isinstance(value, dict):
         return note
     facts = {
-        key: item
-        for key, item in value.items()
-        if item is None
-        or isinstance(item, bool | int | float)
-        or (isinstance(item, str) and len(item.encode("utf-8")) <= _FACT_BYTES)
+        key: value[key]
+        for key in _KEPT_FIELDS
+        if isinstance(value.get(key), int)
+        or (isinstance(value.get(key), str) and len(value[key].encode("utf-8")) <= _FACT_BYTES)
     }
     return compact_json({**facts, "cleared": note}) if facts else note
+
+
+def _iterations(pieces: Sequence[Piece]) -> list[list[tuple[Piece, Piece]]]:
+    """The calls of ``pieces`` paired with their results, one list per iteration (a response's calls
+    and the results that answer them); a result pairs by id, or by name with the first open call."""
+    iterations: list[list[tuple[Piece, Piece]]] = []
+    open_calls: dict[str, Piece] = {}
+    previous = ""
+    for piece in pieces:
+        if piece.kind == "call":
+            if previous != "call":
+                iterations.append([])
+                open_calls = {}
+            open_calls[piece.call_id or f"\x00{len(open_calls)}"] = piece
+        else:
+            key = piece.call_id if piece.call_id in open_calls else None
+            if key is None:
+                key = next((k for k, call in open_calls.items() if call.name == piece.name), None)
+            call = open_calls.pop(key, None) if key is not None else None
+            if call is not None and iterations:
+                iterations[-1].append((call, piece))
+        previous = piece.kind
+    return iterations
 
 
 def _latest_round(pieces: Sequence[Piece]) -> int:

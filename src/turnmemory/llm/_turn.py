@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
-from turnmemory._text import one_line
+from turnmemory._text import compact_json, one_line
 from turnmemory.llm._reduce import Reducer
 from turnmemory.llm._retry import RequestFailure, RetryPolicy, connection_failure, malformed_failure
 from turnmemory.llm._sdk import Completion, Sdk, StreamInterrupted
@@ -73,6 +73,8 @@ class Turn:
         accounting: Accounting,
         retry: RetryPolicy,
         max_tool_turns: int,
+        max_calls: int,
+        max_argument_bytes: int,
         deadline: float | None,
     ) -> None:
         self._sdk = sdk
@@ -82,9 +84,11 @@ class Turn:
         self._accounting = accounting
         self._retry = retry
         self._max_tool_turns = max_tool_turns
+        self._max_calls = max_calls
+        self._max_argument_bytes = max_argument_bytes
         self._deadline = deadline
         self._ends_at = None if deadline is None else time.monotonic() + deadline
-        self._reducer = Reducer(sdk.wire, accounting)
+        self._reducer = Reducer(sdk.wire, accounting, arguments=sdk.options().get("arguments", "empty"))
         self.pending = pending
         self.items: list[Item] = []
         self._answering: tuple[Sequence[Call], list[ToolResult]] = ((), [])
@@ -96,7 +100,8 @@ class Turn:
         """When the last of them completed (``time.monotonic()``)."""
         self._history = request(copy.deepcopy(pending))
         self._replayed = dict.fromkeys(sdk.wire.replayed_tool_names(self._history))
-        """The tool names the history (pending state included) replays: read once a turn."""
+        """The tool names the history (pending state included) and this turn's calls replay: read once a
+        turn, then extended by each response's calls."""
 
     def partial(self) -> list[Item]:
         """The partial turn so far: the earlier pending items and this turn's, every call answered: a call
@@ -138,15 +143,16 @@ class Turn:
             return Outcome(reply.stop)
         yield from self.execute(reply)
         self._tool_turns += 1
-        return Outcome("tool_limit") if self._tool_turns >= self._max_tool_turns else None
+        if self._tool_turns < self._max_tool_turns:
+            return None
+        return Outcome("tool_limit", f"the turn reached its limit of {self._max_tool_turns} tool rounds")
 
     def request(self) -> tuple[dict[str, Any], list[ToolSpec]]:
         """The next request, and the tools it declares (placeholders for replayed tools not offered)."""
         key = self._sdk.wire.ITEMS
-        replayed = {**self._replayed, **dict.fromkeys(self._sdk.wire.replayed_tool_names({key: self.items}))}
         specs = [
             *self._tools.values(),
-            *(placeholder_tool(name) for name in replayed if name not in self._tools),
+            *(placeholder_tool(name) for name in self._replayed if name not in self._tools),
         ]
         return {**self._history, key: [*self._history[key], *self.items]}, specs
 
@@ -163,7 +169,7 @@ class Turn:
         if reducer.fits(size):
             return request, size
         reduction = reducer.reduce(size, self.pending, self.items)
-        if reduction.results or reduction.arguments:
+        if reduction.changed:
             self.pending, self.items = (
                 reduction.items[: len(self.pending)],
                 reduction.items[len(self.pending) :],
@@ -209,11 +215,17 @@ class Turn:
                 self._retry.sleep(delay)
 
     def execute(self, reply: Completion) -> Generator[Event, None, None]:
-        """Run the calls of ``reply``, in order, and add the response and their results to the turn."""
+        """Run the calls of ``reply``, in order, and add the response and their results to the turn.
+
+        Calls past the first ``max_calls`` of a response do not run: each is answered with one line
+        saying so, without tool events."""
         self.items.extend(reply.items)
+        self._replayed.update(
+            dict.fromkeys(self._sdk.wire.replayed_tool_names({self._sdk.wire.ITEMS: list(reply.items)}))
+        )
         results: list[ToolResult] = []
         self._answering = (reply.calls, results)
-        for call in reply.calls:
+        for call in reply.calls[: self._max_calls]:
             arguments = copy.deepcopy(call.arguments) if call.arguments is not None else {}
             self._running = True
             yield Event("tool_start", call_id=call.id, name=call.name, arguments=arguments)
@@ -221,6 +233,13 @@ class Turn:
             results.append(result)
             self._running = False
             yield Event("tool_end", call_id=call.id, name=call.name, output=result.output, error=result.error)
+        excess = len(reply.calls) - len(results)
+        if excess > 0:
+            refused = ToolResult(
+                error=f"not run: one response may make at most {self._max_calls} tool calls and this one made "
+                f"{len(reply.calls)}; make fewer calls per response"
+            )
+            results.extend([refused] * excess)
         self.items.extend(self._sdk.wire.tool_results(reply.calls, results))
         self._answering = ((), [])
 
@@ -243,6 +262,12 @@ class Turn:
 
     def _run(self, call: Call) -> ToolResult:
         """Run ``call`` if it names an offered tool with valid arguments; an error result otherwise."""
+        size = _argument_bytes(call)
+        if size > self._max_argument_bytes:
+            return ToolResult(
+                error=f"not run: the arguments of {call.name} are {size} bytes, more than the "
+                f"{self._max_argument_bytes} one call may carry; send the content in smaller parts"
+            )
         problem = call_problem(call, self._tools)
         if problem is not None:
             return ToolResult(error=problem)
@@ -271,6 +296,12 @@ class Turn:
         if isinstance(error, ConnectionError | TimeoutError):
             return connection_failure(error)
         return malformed_failure(error)
+
+
+def _argument_bytes(call: Call) -> int:
+    """The UTF-8 size of a call's arguments as the model sent them (compact JSON)."""
+    text = compact_json(call.arguments) if call.arguments is not None else call.raw_arguments
+    return len(text.encode("utf-8"))
 
 
 def _reason(failure: RequestFailure) -> Reason:

@@ -1,0 +1,121 @@
+"""The limits of a turn, through ``turnmemory run`` and the fake provider server on every provider.
+
+The round limit is a setting (flag and config key), and reaching it says which in one line; the
+calls of one response past its cap, and a call whose arguments exceed their size limit, do not run,
+and the model is told so in one line each.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from tests.agent._support import PROVIDERS, Run
+
+from turnmemory.providers import wire
+from turnmemory.testing import FakeProviderServer, Reply, ToolCall
+
+WINDOW = 60_000
+RESERVE = 4096
+FILES = 40
+"""Distinct files the turn reads in a cycle, 2 to 4 KB each."""
+
+MODELS = {
+    "anthropic": "claude-sonnet-4-5",
+    "openai_chat": "gpt-4.1",
+    "openai_responses": "gpt-5",
+    "gemini": "gemini-2.5-pro",
+    "bedrock": "us.anthropic.claude-sonnet-4-5-20250929-v1:0",
+}
+
+
+def write_files(workspace: Path) -> list[str]:
+    """The files of the workspace; the first line of each is distinct, to find its result by."""
+    heads = []
+    for n in range(FILES):
+        lines = 40 + (n * 37) % 40  # 2 to 4 KB
+        head = f"marker-{n:03d}: module {n}"
+        body = [head, *(f"    value_{n}_{j} = compute({j}, {n})  # line {j}" for j in range(lines))]
+        (workspace / f"m{n:03d}.py").write_text("\n".join(body) + "\n")
+        heads.append(head)
+    return heads
+
+
+def configure(tmp_path: Path, server: FakeProviderServer, provider: str, extra: str = "") -> None:
+    """The user's config file: ``provider`` on the fake server, a 60k window, and ``extra`` top-level keys."""
+    config = tmp_path / "config" / "turnmemory" / "config.toml"
+    config.parent.mkdir(parents=True, exist_ok=True)
+    section = {"bedrock": 'region = "us-east-1"\n', "gemini": 'api_key = "test-key"\n'}.get(provider, "")
+    config.write_text(
+        f'provider = "{provider}"\nmodel = "{MODELS[provider]}"\n'
+        f'base_url = "{server.base_url(provider)}"\n'
+        f"context_window = {WINDOW}\ncontext_reserve = {RESERVE}\n{extra}"
+        + (f"[providers.{provider}]\n{section}" if section else "")
+    )
+
+
+def sequential(calls: int) -> list[Reply]:
+    """``calls`` responses of one call each (no prose: many agents call without a word), then an answer."""
+    return [
+        *(Reply(tool_calls=[ToolCall("read_file", {"path": f"m{k % FILES:03d}.py"})]) for k in range(calls)),
+        Reply(text="Everything is read."),
+    ]
+
+
+def pairs(provider: str, body: dict[str, Any]) -> list[tuple[str, str]]:
+    """(call id, result text) of every call of a request, in order; results pair by position."""
+    pieces = wire(provider).pieces(body[wire(provider).ITEMS])
+    calls = [piece for piece in pieces if piece.kind == "call"]
+    results = [piece for piece in pieces if piece.kind == "result"]
+    assert len(calls) == len(results), "a call without its result"
+    for call, result in zip(calls, results, strict=True):
+        assert not result.call_id or result.call_id == call.call_id
+    return [(call.call_id, result.text) for call, result in zip(calls, results, strict=True)]
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_the_round_limit_is_a_setting_and_reaching_it_says_which(
+    provider: str, server: FakeProviderServer, cli: Run, tmp_path: Path, workspace: Path
+) -> None:
+    write_files(workspace)
+    configure(tmp_path, server, provider, "max_tool_rounds = 50\n")
+    server.push(*sequential(3)[:3])
+    ended = cli("run", "--max-tool-rounds", "3", "Read the modules.", expect=1)
+
+    assert len(server.requests) == 3
+    last = ended.stderr.strip().splitlines()[-1]
+    assert last == (
+        "turnmemory: turn incomplete: the turn reached its limit of 3 tool rounds; "
+        "raise it with --max-tool-rounds or max_tool_rounds in the config file"
+    )
+    configure(tmp_path, server, provider, "max_tool_rounds = 0\n")
+    bad = cli("run", "Read.", expect=2)
+    assert "max_tool_rounds must be a whole number of at least 1, got 0" in bad.stderr
+    assert "Traceback" not in bad.stderr
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_calls_past_the_cap_of_a_response_and_oversized_arguments_do_not_run(
+    provider: str, server: FakeProviderServer, cli: Run, tmp_path: Path, workspace: Path
+) -> None:
+    configure(tmp_path, server, provider, "max_calls_per_response = 4\nmax_argument_bytes = 10000\n")
+    flood = [ToolCall("write_file", {"path": f"w{k}.txt", "content": "x"}) for k in range(40)]
+    huge = ToolCall("write_file", {"path": "huge.txt", "content": "y" * 50_000})
+    server.push(Reply(tool_calls=flood), Reply(tool_calls=[huge]), Reply(text="Stopped."))
+    cli("run", "--allow", "write", "Write the files.")
+
+    written = sorted(path.name for path in workspace.iterdir())
+    assert written == ["w0.txt", "w1.txt", "w2.txt", "w3.txt"]
+    second = [text for _, text in pairs(provider, server.requests[1].body)]
+    assert len(second) == 40
+    refused = "one response may make at most 4 tool calls and this one made 40; make fewer calls per response"
+    assert all(refused in text for text in second[4:]) and not any(refused in text for text in second[:4])
+    third = pairs(provider, server.requests[2].body)[-1][1]
+    size = len(json.dumps(huge.arguments, separators=(",", ":")))
+    assert (
+        f"not run: the arguments of write_file are {size} bytes, more than the 10000 one call may carry"
+        in third
+    )
+    assert not (workspace / "huge.txt").exists()
