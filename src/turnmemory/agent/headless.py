@@ -137,9 +137,9 @@ def run_headless(
         session_id = agent.session_id
         hint = key_hint(agent.config, outcome.error or "")
         session_usage = agent.usage.session_total
+        prices = agent.config.prices  # the session's own provider, where resuming switched to it
     if request.output == "json":
         result = _json_result(session_id, outcome)
-        prices = config.prices
         result["requests"] = [entry.to_dict() for entry in outcome.requests]
         result["cost"] = cost(outcome.usage, prices) if prices else None
         result["session"] = {
