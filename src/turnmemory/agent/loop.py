@@ -34,12 +34,12 @@ from turnmemory.agent import _credentials
 from turnmemory.agent._interrupted import NOTE, STOPPED, journal, read_interrupted
 from turnmemory.agent._spill import SpillArea
 from turnmemory.agent._usage import RequestUsage, UsageLedger, usage_dict
+from turnmemory.agent.bash import open_sandbox
 from turnmemory.agent.compaction import TARGET, TRIGGER, Compaction, cut_point, marker, summary_request
 from turnmemory.agent.config import AgentConfig, ConfigError, ToolHistory, credentials
 from turnmemory.agent.permissions import Access, Asker, Permissions
 from turnmemory.agent.prompt import SUBAGENT_PROMPT, system_prompt
 from turnmemory.agent.rewind import checkpoints, rewind
-from turnmemory.agent.sandbox import open_sandbox
 from turnmemory.agent.store import LoadedSession, SessionStore, TurnStatus, transcript_items
 from turnmemory.agent.store._journal import JournalEntry
 from turnmemory.agent.tools import READ_ONLY_TOOLS, Tool, ToolContext, ToolError, ToolRegistry, builtin_tools
