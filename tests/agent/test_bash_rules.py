@@ -15,13 +15,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from tests.agent._support import HERE, decide
 
-from turnmemory.agent.bash import _grammar
+from turnmemory.agent.bash import _grammar, dangerous_reason
 from turnmemory.agent.permissions import (
     Access,
     Answer,
     Permissions,
     Rule,
-    dangerous_reason,
     parse_rules,
     plain_problem,
     session_scope,

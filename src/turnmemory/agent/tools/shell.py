@@ -31,7 +31,8 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from turnmemory.agent._credentials import host_environment
-from turnmemory.agent.permissions import Access, dangerous_reason
+from turnmemory.agent.bash import dangerous_reason
+from turnmemory.agent.permissions import Access
 from turnmemory.agent.tools._base import Action, Tool, ToolContext, ToolError, int_argument
 from turnmemory.agent.tools._reaper import hold
 
