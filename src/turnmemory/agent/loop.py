@@ -35,7 +35,14 @@ from turnmemory.agent._oneshot import closing, run_once, subagent_answer
 from turnmemory.agent._spill import SpillArea
 from turnmemory.agent._usage import RequestUsage, UsageLedger, usage_dict
 from turnmemory.agent.bash import open_sandbox
-from turnmemory.agent.compaction import TARGET, TRIGGER, Compaction, cut_point, marker, summary_request
+from turnmemory.agent.compaction import (
+    Compaction,
+    far_from_window,
+    make_way,
+    marker,
+    summary_request,
+    summary_words,
+)
 from turnmemory.agent.config import AgentConfig, ConfigError, ToolHistory, credentials
 from turnmemory.agent.permissions import Access, Asker, Permissions
 from turnmemory.agent.prompt import system_prompt
@@ -325,17 +332,14 @@ class Agent:
         budget = accounting.limits.budget
         specs = _specs(self.tools)
         bound = self.client.request_bound(self.request_history(), prompt or ".", tools=specs)
-        if not force and bound is not None and bound <= TRIGGER * budget:
+        if not force and bound is not None and far_from_window(bound, budget):
             return None  # surely far from the window, known without loading the tokenizer
         before = self.request_tokens(prompt)
-        if not force and before <= TRIGGER * budget:
+        if not force and far_from_window(before, budget):
             return None
         sizes = [accounting.scaled(accounting.counter.value(m.to_dict())) for m in self.messages]
-        excess = sum(sizes) if force else before - int(TARGET * budget)
         limit = _turn_start(self.messages, self.client.pending_turns) if self.client.pending_turns else None
-        cut = cut_point(self.messages, sizes, excess, keep=1, limit=limit)
-        if before - sum(sizes[:cut]) > budget:  # the latest turn alone does not fit: it goes too
-            cut = cut_point(self.messages, sizes, excess, keep=0, limit=limit)
+        cut = make_way(self.messages, sizes, before, budget, force=force, limit=limit)
         if cut == 0:
             if force:
                 self.view.notice("nothing to compact: the session has one turn")
@@ -369,7 +373,7 @@ class Agent:
     def _summarize(self, messages: list[Message], budget: int) -> str | None:
         """A model-written summary of ``messages`` (a request without tools), or ``None`` on failure."""
         client = self._client_factory(self.config, None)
-        history, prompt = summary_request(messages, words=max(100, min(1500, budget // 40)))
+        history, prompt = summary_request(messages, words=summary_words(budget))
         summary, failure = run_once(client, history, prompt, self.workspace)
         if failure is None and summary:
             return summary
