@@ -46,7 +46,7 @@ from rich.table import Table
 from rich.text import Text
 
 from turnmemory._text import terminal_safe
-from turnmemory.agent._attach import attach_mentions
+from turnmemory.agent._attach import attach_mentions, image_rules
 from turnmemory.agent._display import (
     live_order,
     one_line,
@@ -187,6 +187,7 @@ class ReplView:
         self.last_reasoning = ""
         self.last_diff = ""
         self.last_input_tokens = 0
+        self.last_attachments = ""
 
     # -- View --------------------------------------------------------------------------------------
 
@@ -562,19 +563,27 @@ class Repl:
 
     def _turn(self, text: str) -> bool:
         """Run one turn; whether it was interrupted. A Ctrl-C while it is being saved propagates."""
-        attached, notes = attach_mentions(text, self.agent)
-        for note in notes:
+        attached = attach_mentions(text, self.agent, image_rules(self.agent.config, self.agent.client))
+        for note in attached.notes:
             self.view.notice(note)
-        if attached:
-            tokens = self.agent.client.accounting.scaled(self.agent.client.accounting.counter.text(attached))
-            window = self.agent.client.accounting.limits.window
+        if attached.text or attached.images:
+            accounting = self.agent.client.accounting
+            tokens = accounting.scaled(accounting.counter.text(attached.text)) + attached.image_tokens
+            images = len(attached.images)
+            what = f"{images} image{'s' if images != 1 else ''}, " if images else ""
+            names = "".join(f"{image.placeholder()} " for image in attached.images)
+            self.view.last_attachments = (
+                f"the last message's attachments: {names}{'and text ' if attached.text else ''}~{tokens:,} "
+                f"tokens ({tokens / accounting.limits.window:.1%} of the window), sent with that message only"
+            )
             self.view.notice(
-                f"attachments: ~{tokens:,} tokens ({tokens / window:.1%} of the window), this message only"
+                f"attachments: {what}~{tokens:,} tokens ({tokens / accounting.limits.window:.1%} of the window), "
+                "this message only"
             )
         self.view.wait("thinking")
         try:
             with _quiet_terminal():
-                outcome = self.agent.turn(text, attachments=attached)
+                outcome = self.agent.turn(text, attachments=attached.text, images=attached.images)
         finally:
             self.view.end_prose()
             self.view.pause()
@@ -743,6 +752,8 @@ class Repl:
             f"{limits.window:,} tokens, a request may carry {limits.budget:,}; the new message comes on top[/]"
         )
         self._session_usage()
+        if self.view.last_attachments:
+            self.console.print(f"[dim]{escape(terminal_safe(self.view.last_attachments))}[/]")
         if self.view.last_input_tokens:
             self.console.print(
                 f"[dim]the last request carried {self.view.last_input_tokens:,} input tokens "

@@ -37,6 +37,7 @@ from turnmemory.llm._tokens import (
 from turnmemory.llm._tools import ToolSpec
 from turnmemory.llm._turn import UNKNOWN, Execute
 from turnmemory.llm.events import TERMINAL_KINDS, Event, EventKind, Reason, Usage, record
+from turnmemory.providers._images import Image
 from turnmemory.providers._tools import ToolResult
 
 __all__ = [
@@ -53,6 +54,7 @@ __all__ = [
     "Event",
     "EventKind",
     "Execute",
+    "Image",
     "Pending",
     "Reason",
     "RetryPolicy",
