@@ -29,7 +29,12 @@ def png(width: int, height: int) -> bytes:
 
     rows = b"".join(b"\0" + b"\0\0\0" * width for _ in range(height))
     header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
-    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(rows)) + chunk(b"IEND", b"")
+    return (
+        b"\x89PNG\r\n\x1a\n"
+        + chunk(b"IHDR", header)
+        + chunk(b"IDAT", zlib.compress(rows))
+        + chunk(b"IEND", b"")
+    )
 
 
 def answer(call_id: str, name: str, arguments: dict[str, Any]) -> ToolResult:
@@ -44,7 +49,9 @@ def test_the_turns_requests_carry_the_image_and_the_next_turn_does_not(
     image = Image.of("shot.png", data)
     assert image is not None and (image.width, image.height) == (4, 3)
     client = make_client(provider)
-    server.push(Reply(text="Looking.", tool_calls=[ToolCall("lookup", {"q": "x"})]), Reply(text="A black square."))
+    server.push(
+        Reply(text="Looking.", tool_calls=[ToolCall("lookup", {"q": "x"})]), Reply(text="A black square.")
+    )
     events = list(client.run_turn([], "What is this?", tools=[LOOKUP], execute=answer, images=[image]))
     assert events[-1].kind == "done", events[-1]
     encoded = base64.b64encode(data).decode()

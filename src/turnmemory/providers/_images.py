@@ -148,12 +148,12 @@ def _sides(image: Image) -> tuple[float, float]:
 
 
 def claude_tokens(image: Image) -> int:
-    """Claude's input tokens for ``image``: ``width * height / 750`` after scaling the long edge to at
-    most 1568 px and the area to at most 1.15 megapixels
+    """Claude's input tokens for ``image``: ``width * height / 750`` after scaling it down until its long
+    edge is at most 1568 px and it costs at most about 1,600 tokens (1.2 megapixels)
     (https://docs.claude.com/en/docs/build-with-claude/vision#calculate-image-costs). An image whose
     header gives no size counts as a 1568 px square."""
     width, height = _sides(image)
-    scale = min(1.0, 1568 / max(width, height), math.sqrt(1_150_000 / (width * height)))
+    scale = min(1.0, 1568 / max(width, height), math.sqrt(1_200_000 / (width * height)))
     return max(1, math.ceil(width * scale * height * scale / 750))
 
 
