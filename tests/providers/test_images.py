@@ -157,3 +157,12 @@ def test_gemini_takes_no_gif() -> None:
     assert image is not None
     problems = check_request("gemini", _request("gemini", [image]), require_tools=False)
     assert any("media type 'image/gif'" in problem for problem in problems)
+
+
+def test_only_gemini_reads_the_url_safe_alphabet() -> None:
+    data = png() + bytes(range(256))
+    urlsafe = base64.urlsafe_b64encode(data).decode().rstrip("=")
+    assert "-" in urlsafe and "_" in urlsafe
+    types = ("image/png",)
+    assert image_problems("x", "image/png", urlsafe, types, 10_000, urlsafe=True) == []
+    assert image_problems("x", "image/png", urlsafe, types, 10_000) == ["x: image data is not valid base64"]

@@ -189,10 +189,8 @@ def _read_image(raw: str, real: str, rules: ImageRules, count: int) -> tuple[Ima
             if rules.refusal is not None:
                 return None, f"@{raw} is a {name} image, not attached: {rules.refusal}"
             if count >= rules.max_count:
-                return (
-                    None,
-                    f"@{raw} not attached: a prompt attaches at most {rules.max_count} images (max_images)",
-                )
+                most = f"{rules.max_count} image{'s' if rules.max_count != 1 else ''}"
+                return None, f"@{raw} not attached: a prompt attaches at most {most} (max_images)"
             size = os.fstat(handle.fileno()).st_size
             if size > rules.max_bytes:
                 return None, (

@@ -190,14 +190,19 @@ def with_parts(
     return {**message, key: [*head, *parts]}
 
 
-def image_problems(where: str, kind: object, data: object, types: tuple[str, ...], limit: int) -> list[str]:
+def image_problems(
+    where: str, kind: object, data: object, types: tuple[str, ...], limit: int, *, urlsafe: bool = False
+) -> list[str]:
     """The problems of an image part at ``where`` declaring media type ``kind`` with base64 ``data``: a
     type outside ``types``, data that is not base64, bytes that are not an image of the declared type,
-    or more than ``limit`` bytes decoded."""
+    or more than ``limit`` bytes decoded. ``urlsafe`` also accepts the URL-safe alphabet without padding
+    (protobuf's JSON form of bytes, which Gemini reads and its SDK writes)."""
     if kind not in types:
         return [f"{where}: media type {kind!r} is not one of {', '.join(types)}"]
     if not isinstance(data, str) or not data:
         return [f"{where}: image data must be a non-empty base64 string"]
+    if urlsafe:
+        data = data.replace("-", "+").replace("_", "/") + "=" * (-len(data) % 4)
     try:
         raw = base64.b64decode(data, validate=True)
     except ValueError:

@@ -70,7 +70,7 @@ def _blob_problems(where: str, blob: object) -> list[str]:
     kind = either_case(blob, "mime_type", "mimeType")
     if not isinstance(kind, str) or not kind.startswith("image/"):
         return []  # audio, video, documents: not what this package sends
-    return image_problems(where, kind, blob.get("data"), IMAGE_TYPES, MAX_IMAGE_BYTES)
+    return image_problems(where, kind, blob.get("data"), IMAGE_TYPES, MAX_IMAGE_BYTES, urlsafe=True)
 
 
 def _part_problems(
