@@ -34,14 +34,13 @@ def _common(provider: str, server: FakeProviderServer, config: Path, settings: s
     return ["--config", str(config), "--provider", provider, *model, "--base-url", server.base_url(provider)]
 
 
-@pytest.mark.parametrize("provider", ["anthropic", "bedrock"])
 def test_only_the_turn_of_the_prompt_carries_the_image(
-    provider: str, cli: Run, server: FakeProviderServer, workspace: Path, data_dir: Path, tmp_path: Path
+    cli: Run, server: FakeProviderServer, workspace: Path, data_dir: Path, tmp_path: Path
 ) -> None:
     data = png(4, 3) + bytes(range(256))  # every base64 symbol
     (workspace / "shot.png").write_bytes(data)
-    model = '[providers.bedrock]\nmodel = "anthropic.claude-sonnet-4-5"\n' if provider == "bedrock" else ""
-    common = _common(provider, server, tmp_path / "config.toml", model)
+    # one provider: each wire's image part is tested through its SDK in tests/llm/test_images.py
+    common = _common("bedrock", server, tmp_path / "config.toml", "")
     server.push(Reply(text="A black square."), Reply(text="Still a square."))
     first = cli("run", *common, "what is in @shot.png?", extra_env=KEYS)
     assert f"@shot.png attached (PNG 4x3, {len(data)} bytes, ~" in first.stderr
@@ -65,10 +64,10 @@ def test_over_the_caps_not_an_image_and_a_hostile_name_each_say_one_line(
     (workspace / "\x1b]0;owned\x07.png").write_bytes(png(2, 2))
     (workspace / "second.gif").write_bytes(gif())
     settings = "max_image_bytes = 200\nmax_images = 1\n"
-    common = _common("anthropic", server, tmp_path / "config.toml", settings)
+    common = _common("bedrock", server, tmp_path / "config.toml", settings)
     server.push(Reply(text="Seen."))
     prompt = "look: @big.png @fake.png @\x1b]0;owned\x07.png @second.gif"
-    done = cli("run", *common, prompt)
+    done = cli("run", *common, prompt, extra_env=KEYS)
     lines = done.stderr.splitlines()
     assert (
         "turnmemory: @big.png not attached: the image has 569 bytes, more than the 200 bytes an image may have (max_image_bytes)"
@@ -81,8 +80,8 @@ def test_over_the_caps_not_an_image_and_a_hostile_name_each_say_one_line(
     assert "\x1b" not in done.stderr and "\x07" not in done.stderr
     assert any(line.startswith("turnmemory: @\\x1b]0;owned\\x07.png attached (PNG 2x2") for line in lines)
     sent = server.requests[0].body["messages"][-1]["content"]
-    assert [block["type"] for block in sent] == ["text", "image"]
-    assert base64.b64decode(sent[1]["source"]["data"]) == png(2, 2)
+    assert [sorted(block) for block in sent] == [["text"], ["image"]]
+    assert base64.b64decode(sent[1]["image"]["source"]["bytes"]) == png(2, 2)
 
 
 def test_an_openai_compatible_server_is_sent_no_image(
