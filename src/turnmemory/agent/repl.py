@@ -7,8 +7,9 @@ The screen shows the original prose (as markdown), the model's reasoning dimmed 
 It never shows the reconstructed historical blocks; ``/context`` says what the next request carries
 and ``/memory`` what TurnMemory kept. A resumed session is shown as it looked live.
 
-``@path`` in a prompt attaches that file's text to the message (bounded; a file outside the
-workspace needs the read permission); the session stores the prompt as typed.
+``@path`` in a prompt attaches that file's text, or the image it holds, to the message (bounded; a
+file outside the workspace needs the read permission; see :mod:`turnmemory.agent._attach`); the
+session stores the prompt as typed, with a placeholder for each image.
 
 Ctrl-C during a turn interrupts it (its work stays pending for the next turn); a second Ctrl-C at
 the prompt exits. Enter sends; Esc then Enter (or Alt-Enter) inserts a newline. While a turn runs the
@@ -606,7 +607,7 @@ class Repl:
                 for command, meaning in COMMANDS.items():
                     self.console.print(f"  [bold]{command:<10}[/] {meaning}")
                 self.console.print(
-                    "  [dim]@path mentions a file; Esc Enter inserts a newline; Ctrl-C interrupts a turn[/]"
+                    "  [dim]@path attaches a file or an image; Esc Enter inserts a newline; Ctrl-C interrupts a turn[/]"
                 )
             elif name in ("/new", "/clear"):
                 self.agent.new_session()
