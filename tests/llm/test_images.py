@@ -14,7 +14,7 @@ from tests.images import png
 import turnmemory as tm
 from turnmemory.llm import Client, Image, ToolResult, ToolSpec
 from turnmemory.providers import PROVIDERS
-from turnmemory.testing import FakeProviderServer, Reply, ToolCall
+from turnmemory.testing import Failure, FakeProviderServer, Reply, ToolCall
 
 MakeClient = Callable[..., Client]
 LOOKUP = ToolSpec("lookup", "Look up.", {"type": "object", "properties": {"q": {"type": "string"}}})
@@ -46,3 +46,41 @@ def test_the_turns_requests_carry_the_image_and_the_next_turn_does_not(
     server.push(Reply(text="Fine."))
     assert list(client.run_turn(history, "Thanks"))[-1].kind == "done"
     assert encoded not in json.dumps(server.requests[-1].body)
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+@pytest.mark.parametrize("after", ["incomplete", "raw_trace"])
+def test_no_later_request_carries_the_image(
+    provider: str, after: str, server: FakeProviderServer, make_client: MakeClient
+) -> None:
+    """Neither the pending state of an incomplete turn nor the raw trace a finished turn keeps
+    (``boundary="never"``) holds the image: the next turn's requests carry none of it."""
+    data = png(2, 2) + bytes(range(256))
+    image = Image.of("shot.png", data)
+    assert image is not None
+    client = make_client(provider, attempts=1, boundary="never" if after == "raw_trace" else "every_turn")
+    last = Failure(400, "no") if after == "incomplete" else Reply(text="Done.")
+    server.push(Reply(text="Looking.", tool_calls=[ToolCall("lookup", {"q": "x"})]), last)
+    events = list(client.run_turn([], "What is this?", tools=[LOOKUP], execute=answer, images=[image]))
+    assert events[-1].kind == ("incomplete" if after == "incomplete" else "done")
+    assert (client.pending is not None) == (after == "incomplete")
+    assert image.base64 not in json.dumps(client.pending or [])
+    history = [tm.Message("user", "What is this?")]
+    if after == "raw_trace":
+        history.append(tm.Message("assistant", "Looking.Done."))
+    server.push(Reply(text="Fine."))
+    assert list(client.run_turn(history, "Go on", tools=[LOOKUP], execute=answer))[-1].kind == "done"
+    later = json.dumps(server.requests[-1].body)
+    assert "lookup" in later  # the earlier turn's work is there, raw or pending
+    assert image.base64 not in later and base64.urlsafe_b64encode(data).decode() not in later
+
+
+def test_an_image_the_provider_does_not_take_is_refused_before_any_request(
+    server: FakeProviderServer, make_client: MakeClient
+) -> None:
+    client = make_client("gemini")
+    image = Image.of("anim.gif", b"GIF89a" + b"\0" * 20)
+    assert image is not None
+    with pytest.raises(ValueError, match="images: gemini takes png, jpeg, webp images, not gif"):
+        client.run_turn([], "What is this?", images=[image])
+    assert server.requests == []
