@@ -80,8 +80,8 @@ def test_over_the_caps_not_an_image_and_a_hostile_name_each_say_one_line(
     assert "\x1b" not in done.stderr and "\x07" not in done.stderr
     assert any(line.startswith("turnmemory: @\\x1b]0;owned\\x07.png attached (PNG 2x2") for line in lines)
     sent = server.requests[0].body["messages"][-1]["content"]
-    assert [sorted(block) for block in sent] == [["text"], ["image"]]
-    assert base64.b64decode(sent[1]["image"]["source"]["bytes"]) == png(2, 2)
+    assert [sorted(block) for block in sent] == [["image"], ["text"]]
+    assert base64.b64decode(sent[0]["image"]["source"]["bytes"]) == png(2, 2)
 
 
 def test_an_openai_compatible_server_is_sent_no_image(
@@ -160,7 +160,7 @@ def test_the_repl_confirms_the_image_and_context_shows_what_it_took(
     assert "@anim.gif not attached: gemini takes png, jpeg, webp images, not gif" in shown
     assert "attachments: 1 image, ~1,032 tokens" in shown
     parts = server.requests[0].body["contents"][-1]["parts"]
-    assert [sorted(part) for part in parts] == [["text"], ["inlineData"]]
+    assert [sorted(part) for part in parts] == [["inlineData"], ["text"]]
     repl.command("/context")
     assert "the last message's attachments: [image shot.png, " in screen.getvalue()
     placeholder = f"[image shot.png, {size_label(len(square))}]"

@@ -84,3 +84,22 @@ def test_an_image_the_provider_does_not_take_is_refused_before_any_request(
     with pytest.raises(ValueError, match="images: gemini takes png, jpeg, webp images, not gif"):
         client.run_turn([], "What is this?", images=[image])
     assert server.requests == []
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_an_image_joins_a_prompt_that_follows_pending_results(
+    provider: str, server: FakeProviderServer, make_client: MakeClient
+) -> None:
+    """After an incomplete turn the prompt shares its message with the pending results on some wires:
+    the image goes after the results and before the prompt's text (the server checks the order)."""
+    image = Image.of("shot.png", png(2, 2))
+    assert image is not None
+    client = make_client(provider, attempts=1)
+    server.push(Reply(text="Looking.", tool_calls=[ToolCall("lookup", {"q": "x"})]), Failure(400, "no"))
+    assert list(client.run_turn([], "First", tools=[LOOKUP], execute=answer))[-1].kind == "incomplete"
+    server.push(Reply(text="Seen."))
+    history = [tm.Message("user", "First")]
+    events = list(client.run_turn(history, "And this?", tools=[LOOKUP], execute=answer, images=[image]))
+    assert events[-1].kind == "done", events[-1]
+    body = json.dumps(server.requests[-1].body)
+    assert body.index("lookup") < body.rindex("And this?")

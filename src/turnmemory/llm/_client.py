@@ -277,7 +277,7 @@ class Client:
     ) -> Iterator[Event]:
         """Run one assistant turn for ``prompt`` after ``history``; yield its events.
 
-        ``images`` join ``prompt`` in each request of this turn (the wire's image parts after its text),
+        ``images`` join ``prompt`` in each request of this turn (the wire's image parts before its text),
         within the wire's types and size (else ``ValueError``); nothing the client keeps holds them:
         pending state, raw traces and later requests carry ``prompt`` alone.
 

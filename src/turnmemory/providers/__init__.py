@@ -7,7 +7,7 @@ incrementally; ``replayed_tool_names(request)`` and ``placeholder_tool(name)`` /
 ``placeholder_tools(request, offered)``; and the reading direction: ``pieces(items)`` (the prose,
 reasoning, calls and results of native items), ``replace(item, piece, content)`` and
 ``tool_results(calls, results)``; and the images a user attaches to a turn: ``with_images(message,
-images)`` (the wire's image parts after a user message's text), ``IMAGE_TYPES``, ``MAX_IMAGE_BYTES`` and
+images)`` (the wire's image parts before a user message's text), ``IMAGE_TYPES``, ``MAX_IMAGE_BYTES`` and
 ``image_tokens(image)`` (see :mod:`turnmemory.providers._images`). Every module satisfies :class:`Wire`. The
 :mod:`turnmemory.providers.check` package holds each wire's rules and checks any request body against them.
 """
@@ -82,7 +82,7 @@ class Wire(Protocol):
         """The input tokens ``image`` costs on this wire (the provider's formula)."""
 
     def with_images(self, message: Item, images: Sequence[Image]) -> Item:
-        """A copy of the user ``message`` with the wire's image parts for ``images`` after its text."""
+        """A copy of the user ``message`` with the wire's image parts for ``images`` before its text."""
 
 
 _WIRES: dict[str, Wire] = {

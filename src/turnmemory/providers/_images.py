@@ -183,11 +183,14 @@ def with_parts(
     text: Callable[[str], dict[str, Any]],
     parts: Iterable[dict[str, Any]],
 ) -> dict[str, Any]:
-    """A copy of ``message`` with ``parts`` after the content under ``key`` (a string content first
-    becomes its ``text`` part)."""
+    """A copy of the user ``message`` with ``parts`` before the last part under ``key``, its prompt's
+    text (a string content first becomes its ``text`` part): after the results a message may open
+    with, and before the text, as Anthropic advises for images
+    (https://docs.claude.com/en/docs/build-with-claude/vision#evaluate-image-size); a cache marker on
+    the text then covers them."""
     content = message.get(key)
     head = [text(content)] if isinstance(content, str) else list(content or ())
-    return {**message, key: [*head, *parts]}
+    return {**message, key: [*head[:-1], *parts, *head[-1:]]}
 
 
 def image_problems(

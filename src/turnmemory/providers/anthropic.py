@@ -275,7 +275,10 @@ image_tokens = claude_tokens
 
 
 def with_images(message: Item, images: Sequence[Image]) -> Item:
-    """A copy of the user ``message`` with ``images`` after its text: each an ``image`` block with a ``base64`` source (``anthropic.types.ImageBlockParam``, ``Base64ImageSourceParam``: jpeg, png, gif, webp); https://docs.claude.com/en/docs/build-with-claude/vision."""
+    """A copy of the user ``message`` with ``images`` before its text (after any results it opens with),
+    where a cache marker on the text covers them too: each an ``image`` block with a ``base64`` source
+    (``anthropic.types.ImageBlockParam``, ``Base64ImageSourceParam``: jpeg, png, gif, webp);
+    https://docs.claude.com/en/docs/build-with-claude/vision."""
     return with_parts(
         message,
         "content",

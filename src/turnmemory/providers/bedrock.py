@@ -208,7 +208,11 @@ image_tokens = claude_tokens
 
 
 def with_images(message: Item, images: Sequence[Image]) -> Item:
-    """A copy of the user ``message`` with ``images`` after its text: each an ``image`` block with ``format`` and ``source.bytes`` (botocore's ``ImageBlock``: png, jpeg, gif, webp), base64 as in the JSON body; the SDK half hands boto3 the bytes; https://docs.aws.amazon.com/bedrock/latest/APIReference/API_runtime_ImageBlock.html."""
+    """A copy of the user ``message`` with ``images`` before its text (after any results it opens with),
+    where a cache marker on the text covers them too: each an ``image`` block with ``format`` and
+    ``source.bytes`` (botocore's ``ImageBlock``: png, jpeg, gif, webp), base64 as in the JSON body; the
+    SDK half hands boto3 the bytes;
+    https://docs.aws.amazon.com/bedrock/latest/APIReference/API_runtime_ImageBlock.html."""
     return with_parts(
         message,
         "content",

@@ -234,7 +234,10 @@ image_tokens = gemini_tokens
 
 
 def with_images(message: Item, images: Sequence[Image]) -> Item:
-    """A copy of the user ``message`` with ``images`` after its text: each an ``inline_data`` part (``google.genai.types.Blob``: the SDK reads base64 into its bytes; png, jpeg, webp, heic, heif, no gif); https://ai.google.dev/gemini-api/docs/image-understanding."""
+    """A copy of the user ``message`` with ``images`` before its text (after any results it opens with),
+    where a cache marker on the text covers them too: each an ``inline_data`` part
+    (``google.genai.types.Blob``: the SDK reads base64 into its bytes; png, jpeg, webp, heic, heif, no
+    gif); https://ai.google.dev/gemini-api/docs/image-understanding."""
     return with_parts(
         message,
         "parts",

@@ -242,7 +242,10 @@ def _text_part(text: str) -> Block:
 
 
 def with_images(message: Item, images: Sequence[Image]) -> Item:
-    """A copy of the user ``message`` with ``images`` after its text: each an ``input_image`` part holding a ``data:`` URL, ``detail`` ``auto`` (``openai.types.responses.ResponseInputImageParam``); https://platform.openai.com/docs/guides/images-vision."""
+    """A copy of the user ``message`` with ``images`` before its text (after any results it opens with),
+    where a cache marker on the text covers them too: each an ``input_image`` part holding a ``data:``
+    URL, ``detail`` ``auto`` (``openai.types.responses.ResponseInputImageParam``);
+    https://platform.openai.com/docs/guides/images-vision."""
     return with_parts(
         message,
         "content",
