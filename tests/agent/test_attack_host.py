@@ -14,8 +14,9 @@ on and off, and with the agent running as root and as an unprivileged user (``no
   no credential value (environment keys of every provider, the config file's keys, a copy under
   another name) reaches a provider request, the session store or the run's output, while the rest of
   the user's environment does reach the command.
-- **lifetime**: nothing a command starts outlives the agent (``setsid -f`` daemons, double forks,
-  ``nohup``), whether the agent exits or is killed with ``kill -9``, with the sandbox off too.
+- **lifetime**: nothing a command or an MCP stdio server starts outlives the agent (``setsid -f``
+  daemons, double forks, ``nohup``), whether the agent exits or is killed with ``kill -9``, with the
+  sandbox off too.
 """
 
 from __future__ import annotations
@@ -502,3 +503,75 @@ def test_a_command_that_kills_the_agent_still_ends_in_its_cgroup(
     done = host.agent(server, "--sandbox", "off", "--allow", "bash", "go")
     assert done.returncode == -signal.SIGKILL, done.stderr
     _assert_nothing_outlived(host, token)
+
+
+ESCAPING_SERVER = r"""
+import json, os, subprocess, sys
+
+sleep = sys.argv[1]  # sleep, under a name that holds the test's token
+
+
+def send(request_id, result):
+    os.write(1, json.dumps({"jsonrpc": "2.0", "id": request_id, "result": result}).encode() + b"\n")
+
+
+def escape():
+    quiet = {"stdin": subprocess.DEVNULL, "stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
+    subprocess.run(["setsid", "-f", sleep, "317"], check=True, **quiet)
+    if os.fork() == 0:
+        os.setsid()
+        if os.fork() == 0:
+            null = os.open(os.devnull, os.O_RDWR)
+            for fd in (0, 1, 2):
+                os.dup2(null, fd)
+            os.execv(sleep, [sleep, "318"])
+        os._exit(0)
+    os.wait()
+
+
+for line in sys.stdin:
+    message = json.loads(line)
+    method, request_id = message.get("method"), message.get("id")
+    if method == "initialize":
+        info = {"name": "escaper", "version": "1"}
+        send(request_id, {"protocolVersion": message["params"]["protocolVersion"], "capabilities": {"tools": {}}, "serverInfo": info})
+    elif method == "tools/list":
+        send(request_id, {"tools": [{"name": "start", "description": "Starts.", "inputSchema": {"type": "object"}}]})
+    elif method == "tools/call":
+        escape()
+        send(request_id, {"content": [{"type": "text", "text": "started two sleeps"}], "isError": False})
+    elif request_id is not None:
+        send(request_id, {})
+"""
+"""A stdio MCP server (standard library only) whose tool starts two ``sleep`` processes that leave its
+process group and session: a ``setsid -f`` daemon and a double fork."""
+
+
+def test_nothing_an_mcp_server_starts_outlives_the_agent(host: Host, server: FakeProviderServer) -> None:
+    """MCP servers run on the host whatever the sandbox setting (it governs bash), so one mode covers both;
+    as root the server's gate is in a cgroup, as ``nobody`` (no cgroup to make) its reaper ends all."""
+    token = uuid.uuid4().hex
+    sleep = host.base / f"sleep-{token}"
+    sleep.symlink_to(shutil.which("sleep") or "/bin/sleep")
+    script = host.base / "escaper.py"
+    script.write_text(ESCAPING_SERVER)
+    config = host.home / ".config" / "turnmemory" / "config.toml"
+    config.write_text(
+        f"[mcp.servers.escaper]\ncommand = {json.dumps(host.python)}\n"
+        f"args = {json.dumps(['-I', str(script), str(sleep)])}\nstartup_timeout = 30\n"
+    )
+    for path in (script, config):
+        os.chown(path, host.uid, host.gid)
+    call = ToolCall("call_mcp_tool", {"server": "escaper", "tool": "start", "arguments": {}}, id="m")
+    server.push(Reply(tool_calls=[call]), Reply(text="Started."))
+    try:
+        done = host.agent(server, "--allow", "mcp", "start the sleeps")
+        assert done.returncode == 0, done.stderr
+        assert "started two sleeps" in body_text(server.requests[-1].body), "the server's tool ran"
+        deadline = time.monotonic() + 5
+        while _alive(token) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert _alive(token) == [], "a process the MCP server started outlived the agent"
+    finally:
+        for pid in _alive(token):
+            os.kill(pid, signal.SIGKILL)
