@@ -33,7 +33,7 @@ from typing import Any
 
 import pytest
 from tests.agent._git_plants import PLANTS, build_repository, user_runs_git
-from tests.agent._host import MODES, PROVIDER, ROOT, SANDBOXED, Host
+from tests.agent._host import MODES, ROOT, SANDBOXED, Host
 from tests.agent._support import body_text, tool_results
 
 from turnmemory.agent.tools import _reaper
@@ -305,10 +305,16 @@ def test_kill_9_of_the_agent_ends_what_its_command_started(host: Host, server: F
     token = uuid.uuid4().hex
     command = f"{_escapers(host.outside, token)}\ntouch {host.workspace}/running; sleep 60"
     server.push(Reply(tool_calls=_calls(command)))
-    argv = [host.python, "-m", "turnmemory.cli", "run", "--provider", PROVIDER, "--base-url"]
-    argv += [server.base_url(PROVIDER), "--sandbox", "off", "--allow", "bash", "work"]
+    _kill_9_once_running(host, server, "--allow", "bash")
+    _assert_nothing_outlived(host, token)
+
+
+def _kill_9_once_running(host: Host, server: FakeProviderServer, *flags: str) -> None:
+    """Run the agent (the sandbox off) until its bash command has made ``running`` in the workspace,
+    then ``kill -9`` it."""
+    argv = [host.python, "-m", "turnmemory.cli", "run", *host.provider(server), "--sandbox", "off"]
     agent = subprocess.Popen(
-        [*host.prefix(), *argv],
+        [*host.prefix(), *argv, *flags, "work"],
         cwd=host.workspace,
         env=host.env({"OPENAI_API_KEY": "not-a-real-key-0000"}),
         stdout=subprocess.DEVNULL,
@@ -322,7 +328,6 @@ def test_kill_9_of_the_agent_ends_what_its_command_started(host: Host, server: F
     finally:
         agent.send_signal(signal.SIGKILL)
         agent.wait()
-    _assert_nothing_outlived(host, token)
 
 
 @pytest.mark.skipif(
@@ -385,9 +390,13 @@ for line in sys.stdin:
 process group and session: a ``setsid -f`` daemon and a double fork."""
 
 
-def test_nothing_an_mcp_server_starts_outlives_the_agent(host: Host, server: FakeProviderServer) -> None:
+@pytest.mark.parametrize("end", ["exit", "kill -9"])
+def test_nothing_an_mcp_server_starts_outlives_the_agent(
+    end: str, host: Host, server: FakeProviderServer
+) -> None:
     """MCP servers run on the host whatever the sandbox setting (it governs bash), so one mode covers both;
-    as root the server's gate is in a cgroup, as ``nobody`` (no cgroup to make) its reaper ends all."""
+    as root the server's gate is in a cgroup, as ``nobody`` (no cgroup to make) its reaper ends all. The
+    agent exits, or is killed while a later command runs."""
     token = uuid.uuid4().hex
     sleep = host.base / f"sleep-{token}"
     sleep.symlink_to(shutil.which("sleep") or "/bin/sleep")
@@ -401,11 +410,15 @@ def test_nothing_an_mcp_server_starts_outlives_the_agent(host: Host, server: Fak
     for path in (script, config):
         os.chown(path, host.uid, host.gid)
     call = ToolCall("call_mcp_tool", {"server": "escaper", "tool": "start", "arguments": {}}, id="m")
-    server.push(Reply(tool_calls=[call]), Reply(text="Started."))
     try:
-        done = host.agent(server, "--allow", "mcp", "start the sleeps")
-        assert done.returncode == 0, done.stderr
-        assert "started two sleeps" in body_text(server.requests[-1].body), "the server's tool ran"
+        if end == "exit":
+            server.push(Reply(tool_calls=[call]), Reply(text="Started."))
+            done = host.agent(server, "--allow", "mcp", "start the sleeps")
+            assert done.returncode == 0, done.stderr
+        else:
+            server.push(Reply(tool_calls=[call]), Reply(tool_calls=_calls("touch running; sleep 60")))
+            _kill_9_once_running(host, server, "--allow", "mcp", "--allow", "bash")
+        assert "started two sleeps" in body_text(server.requests[1].body), "the server's tool ran"
         deadline = time.monotonic() + 5
         while _alive(token) and time.monotonic() < deadline:
             time.sleep(0.05)
