@@ -314,7 +314,17 @@ class Agent:
         outcome = self._finish(prompt, recorder, durations, status, error, reason, usage)
         if reason == "context_overflow":
             self._drop_pending("the context window overflowed")
+        elif attachments:
+            self._own_pending()
         return outcome
+
+    def _own_pending(self) -> None:
+        """Let the pending state belong to the conversation as the session keeps it: the prompt as
+        typed, not as it was sent with its attached files, as a resumed process would find it."""
+        state = self.client.pending_state()
+        if state is not None:
+            carried = tuple(_carried(self.messages, state.turns))
+            self.client.restore_pending(Pending(state.items, carried, state.turns, state.latest))
 
     def _start_usage(self) -> None:
         """Tell the usage ledger what changed since the last turn (the causes of a cache miss)."""
