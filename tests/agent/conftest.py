@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.agent._host import USERS, Host, make_host
 from tests.agent._postgres import Cluster, start_cluster
 from tests.agent._support import MODELS, RecordingView, Run, fast_client
 
@@ -144,3 +145,10 @@ def cli(data_dir: Path, workspace: Path, tmp_path: Path) -> Run:
 
     run.env = env  # type: ignore[attr-defined]
     return run
+
+
+@pytest.fixture(params=USERS)
+def host(request: pytest.FixtureRequest) -> Iterator[Host]:
+    """A machine in miniature owned by the user the agent runs as: root, or (when the tests run as
+    root) ``nobody``."""
+    yield from make_host(request.param)

@@ -14,8 +14,9 @@ on and off, and with the agent running as root and as an unprivileged user (``no
   no credential value (environment keys of every provider, the config file's keys, a copy under
   another name) reaches a provider request, the session store or the run's output, while the rest of
   the user's environment does reach the command.
-- **lifetime**: nothing a command starts outlives the agent (``setsid -f`` daemons, double forks,
-  ``nohup``), whether the agent exits or is killed with ``kill -9``, with the sandbox off too.
+- **lifetime**: nothing a command or an MCP stdio server starts outlives the agent (``setsid -f``
+  daemons, double forks, ``nohup``), whether the agent exits or is killed with ``kill -9``, with the
+  sandbox off too.
 """
 
 from __future__ import annotations
@@ -25,183 +26,21 @@ import os
 import shutil
 import signal
 import subprocess
-import sys
-import tempfile
 import time
 import uuid
-from collections.abc import Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.agent._git_plants import PLANTS, USER_ENV, build_repository, git_argv, user_runs_git
+from tests.agent._git_plants import PLANTS, build_repository, user_runs_git
+from tests.agent._host import MODES, ROOT, SANDBOXED, Host
 from tests.agent._support import body_text, tool_results
 
-import turnmemory
-from turnmemory.agent.bash._sandbox import sandbox_unavailable
 from turnmemory.agent.tools import _reaper
 from turnmemory.testing import FakeProviderServer, Reply, ToolCall
 
-UNAVAILABLE = sandbox_unavailable()
-ROOT = os.geteuid() == 0
-SETPRIV = shutil.which("setpriv")
-USERS = [
-    pytest.param(
-        "root", id="agent-as-root", marks=pytest.mark.skipif(not ROOT, reason="the tests do not run as root")
-    ),
-    pytest.param(
-        "unprivileged",
-        id="agent-unprivileged",
-        marks=pytest.mark.skipif(ROOT and SETPRIV is None, reason="dropping to nobody needs setpriv"),
-    ),
-]
-SANDBOXED = pytest.mark.skipif(UNAVAILABLE is not None, reason=f"no bash sandbox: {UNAVAILABLE}")
-MODES = [pytest.param("workspace-write", marks=SANDBOXED), "off"]
-PROVIDER = "openai_chat"
 LATE = 0.5
 """Seconds the scripted background work waits before it writes its marker."""
-
-
-def _python_for(prefix: list[str]) -> tuple[str, dict[str, str]] | None:
-    """A Python the user of ``prefix`` may run that imports this turnmemory, and the environment it
-    needs: this interpreter, or (when it lives where the user cannot reach, such as under ``/root``)
-    the system's of the same version with this one's packages on its path."""
-    package_dirs = [path for path in sys.path if path.endswith("site-packages")]
-    source = os.path.dirname(os.path.dirname(turnmemory.__file__))
-    for candidate, env in (
-        (sys.executable, {}),
-        ("/usr/bin/python3", {"PYTHONPATH": os.pathsep.join([source, *package_dirs])}),
-    ):
-        check = (  # setpriv itself may reach what its child cannot: the child starts one more
-            "import subprocess, sys, turnmemory.cli; subprocess.run([sys.executable, '-c', ''], check=True); "
-            "print(sys.version_info[:2])"
-        )
-        done = subprocess.run(
-            [*prefix, candidate, "-c", check],
-            env={"PATH": os.defpath, **env},
-            capture_output=True,
-            text=True,
-            check=False,
-        )
-        if done.returncode == 0 and done.stdout.strip() == str(sys.version_info[:2]):
-            return candidate, env
-    return None
-
-
-@dataclass
-class Host:
-    """A user's machine in miniature, owned by the user the agent runs as: a home, a config directory,
-    the agent's data directory, a directory outside the workspace for markers, and the workspace."""
-
-    base: Path
-    uid: int
-    gid: int
-    python: str = sys.executable
-    python_env: dict[str, str] = field(default_factory=dict)
-
-    @property
-    def home(self) -> Path:
-        return self.base / "home"
-
-    @property
-    def workspace(self) -> Path:
-        return self.base / "ws"
-
-    @property
-    def outside(self) -> Path:
-        return self.base / "outside"
-
-    def prefix(self) -> list[str]:
-        """What runs a command as the agent's user."""
-        if self.uid == os.geteuid():
-            return []
-        assert SETPRIV is not None
-        return [SETPRIV, f"--reuid={self.uid}", f"--regid={self.gid}", "--clear-groups", "--"]
-
-    def env(self, extra: dict[str, str] | None = None) -> dict[str, str]:
-        return {
-            "PATH": os.environ.get("PATH", os.defpath),
-            "HOME": str(self.home),
-            "LANG": "C.UTF-8",
-            "XDG_CONFIG_HOME": str(self.home / ".config"),
-            "TURNMEMORY_DATA_DIR": str(self.base / "data"),
-            **self.python_env,
-            **(extra or {}),
-        }
-
-    def run(
-        self, *argv: str, cwd: Path | None = None, check: bool = True
-    ) -> subprocess.CompletedProcess[str]:
-        """Run ``argv`` as the user, in the workspace."""
-        done = subprocess.run(
-            [*self.prefix(), *argv],
-            cwd=cwd or self.workspace,
-            env=self.env(USER_ENV),
-            capture_output=True,
-            text=True,
-            timeout=60,
-            check=False,
-        )
-        if check:
-            assert done.returncode == 0, (argv, done.stderr)
-        return done
-
-    def git(
-        self, *args: str, cwd: Path | None = None, check: bool = True, terminal: bool = False
-    ) -> subprocess.CompletedProcess[str]:
-        return self.run(*git_argv(args, terminal=terminal), cwd=cwd, check=check)
-
-    def agent(
-        self, server: FakeProviderServer, *args: str, env: dict[str, str] | None = None
-    ) -> subprocess.CompletedProcess[str]:
-        """``turnmemory run`` as the user, in the workspace, against the fake server."""
-        argv = [self.python, "-m", "turnmemory.cli", "run", "--provider", PROVIDER]
-        argv += ["--base-url", server.base_url(PROVIDER), *args]
-        return subprocess.run(
-            [*self.prefix(), *argv],
-            cwd=self.workspace,
-            env=self.env({"OPENAI_API_KEY": "not-a-real-key-0000", **(env or {})}),
-            capture_output=True,
-            text=True,
-            timeout=120,
-            check=False,
-        )
-
-    def markers(self) -> list[str]:
-        return sorted(path.name for path in self.outside.iterdir())
-
-    def stored(self) -> str:
-        data = self.base / "data"
-        return "".join(
-            path.read_bytes().decode("utf-8", "replace") for path in sorted(data.rglob("*")) if path.is_file()
-        )
-
-
-@pytest.fixture(params=USERS)
-def host(request: pytest.FixtureRequest) -> Iterator[Host]:
-    """The machine, owned by root or (when the tests run as root) by ``nobody``."""
-    base = Path(tempfile.mkdtemp(prefix="turnmemory-host-", dir="/tmp"))
-    if request.param == "unprivileged" and ROOT:
-        uid, gid = 65534, 65534
-    else:
-        uid, gid = os.geteuid(), os.getegid()
-    for name in ("home", "ws", "outside", "data", "home/.config/turnmemory"):
-        (base / name).mkdir(parents=True, exist_ok=True)
-    os.chmod(base, 0o755)
-    for path in [base, *base.rglob("*")]:
-        os.chown(path, uid, gid)
-    try:
-        host = Host(base, uid, gid)
-        python = _python_for(host.prefix())
-        if python is None:
-            pytest.skip(
-                f"no Python that uid {uid} may run imports turnmemory ({sys.executable} is out of its reach)"
-            )
-        host.python, host.python_env = python
-        yield host
-    finally:
-        shutil.rmtree(base, ignore_errors=True)
 
 
 def _calls(*commands: str | dict[str, Any], prefix: str = "call") -> list[ToolCall]:
@@ -466,10 +305,16 @@ def test_kill_9_of_the_agent_ends_what_its_command_started(host: Host, server: F
     token = uuid.uuid4().hex
     command = f"{_escapers(host.outside, token)}\ntouch {host.workspace}/running; sleep 60"
     server.push(Reply(tool_calls=_calls(command)))
-    argv = [host.python, "-m", "turnmemory.cli", "run", "--provider", PROVIDER, "--base-url"]
-    argv += [server.base_url(PROVIDER), "--sandbox", "off", "--allow", "bash", "work"]
+    _kill_9_once_running(host, server, "--allow", "bash")
+    _assert_nothing_outlived(host, token)
+
+
+def _kill_9_once_running(host: Host, server: FakeProviderServer, *flags: str) -> None:
+    """Run the agent (the sandbox off) until its bash command has made ``running`` in the workspace,
+    then ``kill -9`` it."""
+    argv = [host.python, "-m", "turnmemory.cli", "run", *host.provider(server), "--sandbox", "off"]
     agent = subprocess.Popen(
-        [*host.prefix(), *argv],
+        [*host.prefix(), *argv, *flags, "work"],
         cwd=host.workspace,
         env=host.env({"OPENAI_API_KEY": "not-a-real-key-0000"}),
         stdout=subprocess.DEVNULL,
@@ -483,7 +328,6 @@ def test_kill_9_of_the_agent_ends_what_its_command_started(host: Host, server: F
     finally:
         agent.send_signal(signal.SIGKILL)
         agent.wait()
-    _assert_nothing_outlived(host, token)
 
 
 @pytest.mark.skipif(
@@ -502,3 +346,83 @@ def test_a_command_that_kills_the_agent_still_ends_in_its_cgroup(
     done = host.agent(server, "--sandbox", "off", "--allow", "bash", "go")
     assert done.returncode == -signal.SIGKILL, done.stderr
     _assert_nothing_outlived(host, token)
+
+
+ESCAPING_SERVER = r"""
+import json, os, subprocess, sys
+
+sleep = sys.argv[1]  # sleep, under a name that holds the test's token
+
+
+def send(request_id, result):
+    os.write(1, json.dumps({"jsonrpc": "2.0", "id": request_id, "result": result}).encode() + b"\n")
+
+
+def escape():
+    quiet = {"stdin": subprocess.DEVNULL, "stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
+    subprocess.run(["setsid", "-f", sleep, "317"], check=True, **quiet)
+    if os.fork() == 0:
+        os.setsid()
+        if os.fork() == 0:
+            null = os.open(os.devnull, os.O_RDWR)
+            for fd in (0, 1, 2):
+                os.dup2(null, fd)
+            os.execv(sleep, [sleep, "318"])
+        os._exit(0)
+    os.wait()
+
+
+for line in sys.stdin:
+    message = json.loads(line)
+    method, request_id = message.get("method"), message.get("id")
+    if method == "initialize":
+        info = {"name": "escaper", "version": "1"}
+        send(request_id, {"protocolVersion": message["params"]["protocolVersion"], "capabilities": {"tools": {}}, "serverInfo": info})
+    elif method == "tools/list":
+        send(request_id, {"tools": [{"name": "start", "description": "Starts.", "inputSchema": {"type": "object"}}]})
+    elif method == "tools/call":
+        escape()
+        send(request_id, {"content": [{"type": "text", "text": "started two sleeps"}], "isError": False})
+    elif request_id is not None:
+        send(request_id, {})
+"""
+"""A stdio MCP server (standard library only) whose tool starts two ``sleep`` processes that leave its
+process group and session: a ``setsid -f`` daemon and a double fork."""
+
+
+@pytest.mark.parametrize("end", ["exit", "kill -9"])
+def test_nothing_an_mcp_server_starts_outlives_the_agent(
+    end: str, host: Host, server: FakeProviderServer
+) -> None:
+    """MCP servers run on the host whatever the sandbox setting (it governs bash), so one mode covers both;
+    as root the server's gate is in a cgroup, as ``nobody`` (no cgroup to make) its reaper ends all. The
+    agent exits, or is killed while a later command runs."""
+    token = uuid.uuid4().hex
+    sleep = host.base / f"sleep-{token}"
+    sleep.symlink_to(shutil.which("sleep") or "/bin/sleep")
+    script = host.base / "escaper.py"
+    script.write_text(ESCAPING_SERVER)
+    config = host.home / ".config" / "turnmemory" / "config.toml"
+    config.write_text(
+        f"[mcp.servers.escaper]\ncommand = {json.dumps(host.python)}\n"
+        f"args = {json.dumps(['-I', str(script), str(sleep)])}\nstartup_timeout = 30\n"
+    )
+    for path in (script, config):
+        os.chown(path, host.uid, host.gid)
+    call = ToolCall("call_mcp_tool", {"server": "escaper", "tool": "start", "arguments": {}}, id="m")
+    try:
+        if end == "exit":
+            server.push(Reply(tool_calls=[call]), Reply(text="Started."))
+            done = host.agent(server, "--allow", "mcp", "start the sleeps")
+            assert done.returncode == 0, done.stderr
+        else:
+            server.push(Reply(tool_calls=[call]), Reply(tool_calls=_calls("touch running; sleep 60")))
+            _kill_9_once_running(host, server, "--allow", "mcp", "--allow", "bash")
+        assert "started two sleeps" in body_text(server.requests[1].body), "the server's tool ran"
+        deadline = time.monotonic() + 5
+        while _alive(token) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert _alive(token) == [], "a process the MCP server started outlived the agent"
+    finally:
+        for pid in _alive(token):
+            os.kill(pid, signal.SIGKILL)

@@ -6,22 +6,23 @@ subcommands run another program, or read and write outside the workspace (``git 
 Each attack leaves evidence outside the workspace when it works: a marker file, a changed file, or a
 secret in the next request to the model. Under ``--allow bash`` every one of them works (so they are
 real on this machine); under the patterns none does, with the sandbox off and with the sandbox on
-(escalated, where the rules govern), and each is refused in one line. The legitimate commands under
+(escalated, where the rules govern), with the agent running as root and as ``nobody``, and each is
+refused in one line. The legitimate commands under
 the same patterns still run, and a Makefile the session rewrote is not run under ``bash:make *``.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import shutil
-import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.agent._support import Run, body_text, tool_results
+from tests.agent._host import MODES, Host
+from tests.agent._support import body_text, tool_results
 
-from turnmemory.agent.bash._sandbox import sandbox_unavailable
 from turnmemory.testing import FakeProviderServer, Reply, ToolCall
 
 SECRET = "OUTSIDE-SECRET-9c41"
@@ -90,45 +91,35 @@ MISSING = sorted({program for program, _, _ in ATTACKS if shutil.which(program) 
 LIVE = [(command, evidence) for program, command, evidence in ATTACKS if program not in MISSING]
 
 
-def _git(workspace: Path, *args: str) -> str:
-    done = subprocess.run(["git", *args], cwd=workspace, capture_output=True, text=True, check=True)
-    return done.stdout
-
-
 @pytest.fixture
-def hostile(workspace: Path, tmp_path: Path) -> dict[str, Any]:
+def hostile(host: Host) -> Path:
     """The user's repository (a README and a Makefile, committed), and what a hostile model or
     repository planted around it: a branch whose ``link`` points at a secret outside, an archive,
     files named like tar options; beside it an outside directory with the secret and a victim file,
-    and a home whose git identity the commands use."""
-    home, out = tmp_path / "home", tmp_path / "outside"
-    home.mkdir()
-    (home / ".gitconfig").write_text("[user]\n\tname = User\n\temail = user@example.com\n")
+    and a home whose git identity the commands use. The outside directory."""
+    workspace, out = host.workspace, host.outside
+    (host.home / ".gitconfig").write_text("[user]\n\tname = User\n\temail = user@example.com\n")
     (out / "elsewhere").mkdir(parents=True)
     (out / "secret").write_text(SECRET)
     (out / "victim").write_text(ORIGINAL)
-    env = {"HOME": str(home), "PATH": "/usr/bin:/bin"}
-
-    def run(*argv: str) -> None:
-        subprocess.run(argv, cwd=workspace, env=env, check=True, capture_output=True)
-
+    for path in [host.home, *host.home.rglob("*"), *out.rglob("*")]:
+        os.chown(path, host.uid, host.gid)
     (workspace / "README").write_text("hello world\n")
     (workspace / "Makefile").write_text("test:\n\techo passed > result.txt\n")
-    run("git", "init", "-q", "-b", "main")
-    run("git", "add", "README", "Makefile")
-    run("git", "commit", "-qm", "start")
-    run("git", "checkout", "-qb", "evil")
-    (workspace / "link").symlink_to(out / "secret")
-    run("git", "add", "link")
-    run("git", "commit", "-qm", "link")
-    run("git", "checkout", "-q", "main")
-    (workspace / "planted.txt").write_text("planted\n")
-    run("tar", "-cf", "planted.tar", "planted.txt")
-    (workspace / "planted.txt").unlink()
-    (workspace / "evil.sh").write_text(f"touch {out}/tar-wildcard\n")
-    (workspace / "--checkpoint=1").write_text("")
-    (workspace / "--checkpoint-action=exec=sh evil.sh").write_text("")
-    return {"out": out, "env": {"HOME": str(home)}}
+    for path in workspace.iterdir():
+        os.chown(path, host.uid, host.gid)
+    host.git("init", "-q", "-b", "main")
+    host.git("add", "README", "Makefile")
+    host.git("commit", "-qm", "start")
+    host.git("checkout", "-qb", "evil")
+    host.run("ln", "-s", str(out / "secret"), "link")
+    host.git("add", "link")
+    host.git("commit", "-qm", "link")
+    host.git("checkout", "-q", "main")
+    host.run("sh", "-c", "echo planted > planted.txt && tar -cf planted.tar planted.txt && rm planted.txt")
+    host.run("sh", "-c", f"echo 'touch {out}/tar-wildcard' > evil.sh")
+    host.run("touch", "--", "--checkpoint=1", "--checkpoint-action=exec=sh evil.sh")
+    return out
 
 
 def _worked(evidence: str, out: Path, result: str) -> bool:
@@ -154,30 +145,29 @@ def _text(result: str) -> str:
 
 
 def test_every_attack_does_what_it_says_under_a_bare_bash_rule(
-    cli: Run, server: FakeProviderServer, hostile: dict[str, Any]
+    host: Host, server: FakeProviderServer, hostile: Path
 ) -> None:
-    out = hostile["out"]
     calls = [
-        _call(command.replace("{out}", str(out)), i, escalate=False) for i, (command, _) in enumerate(LIVE)
+        _call(command.replace("{out}", str(hostile)), i, escalate=False)
+        for i, (command, _) in enumerate(LIVE)
     ]
     server.push(Reply(tool_calls=calls), Reply(text="Done."))
-    url = server.base_url("openai_chat")
-    env = {**hostile["env"], "TURNMEMORY_SANDBOX": "off"}
-    cli("run", "--provider", "openai_chat", "--base-url", url, "--allow", "bash", "go", extra_env=env)
+    done = host.agent(server, "--sandbox", "off", "--allow", "bash", "go")
+    assert done.returncode == 0, done.stderr
     results = tool_results(server.requests[1].body)
     dead = [
-        c for (c, evidence), result in zip(LIVE, results, strict=True) if not _worked(evidence, out, result)
+        c
+        for (c, evidence), result in zip(LIVE, results, strict=True)
+        if not _worked(evidence, hostile, result)
     ]
     assert dead == [], "these attacks no longer work on this machine: the test would prove nothing for them"
 
 
-@pytest.mark.parametrize("sandbox", ["off", "workspace-write"])
+@pytest.mark.parametrize("sandbox", MODES)
 def test_no_option_or_subcommand_of_an_allowed_program_runs_another_or_reaches_outside(
-    sandbox: str, cli: Run, server: FakeProviderServer, workspace: Path, hostile: dict[str, Any]
+    sandbox: str, host: Host, server: FakeProviderServer, hostile: Path
 ) -> None:
-    if sandbox != "off" and (why := sandbox_unavailable()) is not None:
-        pytest.skip(f"no bash sandbox: {why}")
-    out = hostile["out"]
+    out = hostile
     escalate = sandbox != "off"
     commands = [*CONTROLS, *(command.replace("{out}", str(out)) for command, _ in LIVE)]
     server.push(
@@ -186,10 +176,9 @@ def test_no_option_or_subcommand_of_an_allowed_program_runs_another_or_reaches_o
         Reply(tool_calls=[_call("make test", "make", escalate=escalate)]),
         Reply(text="Done."),
     )
-    url = server.base_url("openai_chat")
-    env = {**hostile["env"], "TURNMEMORY_SANDBOX": sandbox}
     allow = [flag for pattern in PATTERNS for flag in ("--allow", pattern)]
-    done = cli("run", "--provider", "openai_chat", "--base-url", url, *allow, "go", extra_env=env)
+    done = host.agent(server, "--sandbox", sandbox, *allow, "go")
+    assert done.returncode == 0, done.stderr
     assert done.stdout.endswith("Done.\n")
     results = [_text(result) for result in tool_results(server.requests[1].body)]
     assert len(results) == len(commands)
@@ -205,9 +194,9 @@ def test_no_option_or_subcommand_of_an_allowed_program_runs_another_or_reaches_o
         assert "\n" not in result and len(result) < 1500, result
     for command, result in zip(CONTROLS, results[: len(CONTROLS)], strict=True):
         assert "permission denied" not in result, (command, result)
-    assert (workspace / "result.txt").read_text() == "passed\n", "make test ran the user's Makefile"
+    assert (host.workspace / "result.txt").read_text() == "passed\n", "make test ran the user's Makefile"
     assert "./README" in results[CONTROLS.index("find . -name README")]
-    assert _git(workspace, "log", "--format=%s").split("\n")[:2] == ["say hullo", "start"]
+    assert host.git("log", "--format=%s").stdout.split("\n")[:2] == ["say hullo", "start"]
 
     rewritten = _text(tool_results(server.requests[3].body)[-1])
     assert "make takes its commands from Makefile, which changed after 'bash:make *' took effect" in rewritten

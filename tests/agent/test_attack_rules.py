@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import io
 import json
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 from rich.console import Console
+from tests.agent._host import MODES, Host
 from tests.agent._support import Run, body_text
 
 from turnmemory.agent.bash import dangerous_reason
@@ -59,15 +61,16 @@ def _tool_results(body: dict[str, Any]) -> list[str]:
     return [str(message["content"]) for message in body["messages"] if message.get("role") == "tool"]
 
 
-@pytest.mark.parametrize("sandbox", ["off", "workspace-write"])
+@pytest.mark.parametrize("sandbox", MODES)
 def test_scripts_smuggled_past_a_bash_rule_neither_read_nor_write_outside(
-    sandbox: str, cli: Run, server: FakeProviderServer, workspace: Path, tmp_path: Path
+    sandbox: str, host: Host, server: FakeProviderServer
 ) -> None:
-    home = tmp_path / "home"
-    (home / ".ssh").mkdir(parents=True)
-    (home / ".ssh" / "id_rsa").write_text(SECRET)
-    outside = tmp_path / "outside"
-    outside.mkdir()
+    """As root and as ``nobody``."""
+    (host.home / ".ssh").mkdir()
+    (host.home / ".ssh" / "id_rsa").write_text(SECRET)
+    for path in (host.home / ".ssh", host.home / ".ssh" / "id_rsa"):
+        os.chown(path, host.uid, host.gid)
+    home, outside = host.home, host.outside
     scripts = [attack.replace("{outside}", str(outside)) for attack in ATTACKS]
     server.push(
         Reply(
@@ -78,21 +81,12 @@ def test_scripts_smuggled_past_a_bash_rule_neither_read_nor_write_outside(
         ),
         Reply(text="Done."),
     )
-    done = cli(
-        "run",
-        "--provider",
-        "openai_chat",
-        "--base-url",
-        server.base_url("openai_chat"),
-        "--allow",
-        "bash:git *",
-        "check the repository",
-        extra_env={"HOME": str(home), "TURNMEMORY_SANDBOX": sandbox},
-    )
+    done = host.agent(server, "--sandbox", sandbox, "--allow", "bash:git *", "check the repository")
+    assert done.returncode == 0, done.stderr
     assert done.stdout.endswith("Done.\n")
     follow_up = server.requests[1].body
     assert SECRET not in body_text(follow_up) and SECRET not in done.stdout + done.stderr
-    assert sorted(path.name for path in outside.iterdir()) == []
+    assert host.markers() == []
     assert not (home / "written").exists()
     results = _tool_results(follow_up)
     assert len(results) == len(scripts)

@@ -244,9 +244,10 @@ def test_a_killed_server_is_restarted_on_the_next_call(manager: McpManager) -> N
     second = int(manager.call("echo", "pid")["content"])
     assert second != first
     assert manager.status()["echo"] == "running (7 tools)"
-    echo_children = dict(children(ECHO))
-    assert first not in echo_children  # reaped, not left a zombie
-    assert echo_children[second] != "Z"
+    ((gate, state),) = children(ECHO)  # each server runs under a gate: only the second's is left
+    assert state != "Z", "the first server's gate was reaped, not left a zombie"
+    wait_until(lambda: not alive(first))
+    assert Path(f"/proc/{second}/stat").read_text().rsplit(")", 1)[1].split()[1] == str(gate), "its parent"
 
 
 def test_servers_that_fail_to_start_give_clear_errors_and_leave_nothing(tmp_path: Path) -> None:

@@ -17,7 +17,8 @@ from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from turnmemory.agent.mcp._connection import _unreadable_answer
-from turnmemory.agent.mcp._launch import _GATE, TAIL_BYTES, LaunchFailed, StderrTail
+from turnmemory.agent.mcp._launch import TAIL_BYTES, LaunchFailed, StderrTail
+from turnmemory.agent.tools._reaper import STDIO_GATE
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="POSIX pipes and process groups")
 
@@ -33,7 +34,7 @@ def test_the_gate_starts_a_server_only_on_the_agents_first_request(tmp_path: Pat
             os.write(write_end, first)
         os.close(write_end)
         done = subprocess.run(
-            [sys.executable, "-I", "-S", "-c", _GATE, "/usr/bin/touch", "touch", str(marker)],
+            [*STDIO_GATE, "/usr/bin/touch", "touch", str(marker)],
             stdin=read_end,
             capture_output=True,
             timeout=30,

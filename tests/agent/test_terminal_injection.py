@@ -1,7 +1,8 @@
 """A hostile model cannot write onto the user's terminal: every escape class it tries, in prose,
 reasoning, tool arguments, file names, an escalation reason and a provider error, reaches ``chat`` (a
 pseudo-terminal), ``run``, ``show``, ``sessions`` and ``config`` (plain pipes) only as visible text,
-while the project's own colours and cursor moves still work."""
+while the project's own colours and cursor moves still work; ``run`` and ``show`` with the sandbox on
+and off, the agent running as root and as ``nobody``."""
 
 from __future__ import annotations
 
@@ -14,7 +15,8 @@ import pexpect
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from tests.agent._support import Run, spawn_chat
+from tests.agent._host import MODES, Host
+from tests.agent._support import Run, spawn_chat, tool_results
 
 from turnmemory._text import terminal_safe
 from turnmemory.agent.bash._sandbox import sandbox_unavailable
@@ -227,6 +229,31 @@ def test_run_sessions_and_config_show_hostile_text_only_as_visible_text(
     assert _shown(f"bad {HOSTILE}")[:150] in re.sub(r"\s+", "", failed.stderr), "the error, cut to its bound"
     assert "\\x1b]0;t\\x07" in listed.stdout, "the last prompt, shown"
     assert f"model{terminal_safe(SHORT)}" in configured.stdout
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_run_and_show_give_a_host_or_contained_command_only_as_visible_text(
+    mode: str, host: Host, server: FakeProviderServer
+) -> None:
+    """As root and as ``nobody``, the sandbox on and off: prose, reasoning and a bash call whose command,
+    escalation reason and output are hostile (the output reaches only the model), then ``show``."""
+    command = f"printf '%s\\n' '{SHORT}'"
+    bash = ToolCall("bash", {"command": command, "escalate": True, "justification": HOSTILE})
+    server.push(Reply(reasoning=HOSTILE, text=HOSTILE, tool_calls=[bash]), Reply(text=f"{HOSTILE}\n{MARKUP}"))
+    ran = host.agent(server, "--sandbox", mode, "--allow", "bash", "hello")
+    assert ran.returncode == 0, ran.stderr
+    result = json.loads(tool_results(server.requests[1].body)[-1])
+    assert result["exit_code"] == 0 and "\x1b" in result["stdout"], "the command ran, its output to the model"
+    session = ran.stderr.split("session ")[-1].split()[0]
+    shown = host.turnmemory("show", session)
+    assert shown.returncode == 0, shown.stderr
+    for done in (ran, shown):
+        assert _plain_problems(done.stdout + done.stderr) == [] and "\x1b" not in done.stdout + done.stderr
+        assert _shown(HOSTILE) in re.sub(r"\s+", "", done.stdout), "the prose, its escapes as visible text"
+    assert _shown(MARKUP) in re.sub(r"\s+", "", ran.stdout)
+    assert "bashprintf'%s\\n'']0;t2J[8mx'->ok" in re.sub(r"\s+", "", ran.stderr), (
+        "the tool line (its command as the memory keeps it: no controls)"
+    )
 
 
 @pytest.mark.parametrize("name", sorted(ATTACKS))

@@ -1,11 +1,14 @@
-"""A stdio server's process: started behind a gate, covered by the watchdog, its stderr kept short.
+"""A stdio server's process: started behind the reaper gate, covered by the watchdog, its stderr kept short.
 
-The SDK's ``stdio_client`` spawns its command in a session of its own; here that command is a small
-gate, which writes its process group on stderr and waits for the first request before it becomes
-the server. The agent registers the group with the watchdog (:mod:`turnmemory.agent.tools._reaper`,
-which also covers bash commands) before it sends that request, so no server runs unregistered: an
-agent killed in between closes the gate's stdin, and the gate exits without starting anything. When
-the session ends the group is killed, whatever the server left running in it.
+The SDK's ``stdio_client`` spawns its command in a session of its own; here that command is the reaper
+gate that bash's host commands run under (:data:`turnmemory.agent.tools._reaper.STDIO_GATE`). It
+writes its process group on stderr and waits for the first request before it starts the server. The
+agent moves the gate into a cgroup of its own where it can make one and registers it with the watchdog
+before it sends that request, so no server runs unregistered: an agent killed in between closes the
+gate's stdin, and the gate exits without starting anything. Whatever the server starts stays within
+the gate's reach, ``setsid -f`` daemons and double forks included: the gate kills it all when the
+server ends or is stopped, the cgroup (or the process group) is killed when the session ends, and the
+watchdog does both if the agent dies.
 
 The server's stderr is a pipe read on the event loop as it is written. Only its last
 :data:`TAIL_BYTES` are kept, in memory, for the start-up error that quotes it; none of it is
@@ -15,11 +18,8 @@ written to disk.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
 import shutil
-import signal
-import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -28,7 +28,7 @@ from mcp import StdioServerParameters
 from mcp.client.stdio import get_default_environment, stdio_client
 
 from turnmemory.agent.mcp._config import McpServerConfig
-from turnmemory.agent.tools._reaper import track, untrack
+from turnmemory.agent.tools._reaper import STDIO_GATE, adopt, release
 
 __all__ = ["TAIL_BYTES", "LaunchFailed", "StderrTail", "launched"]
 
@@ -38,22 +38,6 @@ TAIL_BYTES = 8 * 1024
 _CHUNK = 64 * 1024
 _GROUP_LINE = 32  # the gate's first line: its process group, in decimal
 _DRAIN_CHUNKS = 16  # read at close, for the last lines of a server that just exited
-
-_GATE = """
-import os, select, sys
-os.write(2, b"%d\\n" % os.getpgid(0))
-poller = select.poll()
-poller.register(0, select.POLLIN)
-if not any(events & select.POLLIN for _, events in poller.poll()):
-    os._exit(125)
-try:
-    os.execv(sys.argv[1], sys.argv[2:])
-except OSError as error:
-    os.write(2, f"cannot run {sys.argv[1]}: {error.strerror}\\n".encode())
-    os._exit(127)
-"""
-"""Announces the group, then waits: data on stdin is the agent's first request (sent once the group
-is registered) and it becomes the server; end of file is an agent that died first, and it exits."""
 
 
 class LaunchFailed(Exception):
@@ -134,18 +118,20 @@ class StderrTail:
 @asynccontextmanager
 async def launched(config: McpServerConfig, tail: StderrTail) -> AsyncIterator[Any]:
     """The SDK's stdio transport to ``config``'s command, started behind the gate with stderr to
-    ``tail``; on exit the SDK stops the server and its process group is killed.
+    ``tail``; on exit the SDK stops the server and what is left of its group and cgroup is killed.
 
     ``FileNotFoundError`` when the command is not found on the server's ``PATH``.
     """
     assert config.command is not None
     group: int | None = None
+    cgroup: str | None = None
     try:
         env = get_default_environment() | dict(config.env)
         executable = _executable(config.command, env.get("PATH", os.defpath), config.cwd)
+        gate, *gate_args = STDIO_GATE
         parameters = StdioServerParameters(
-            command=sys.executable,
-            args=["-I", "-S", "-c", _GATE, executable, config.command, *config.args],
+            command=gate,
+            args=[*gate_args, executable, config.command, *config.args],
             env=env,
             cwd=config.cwd,
             encoding_error_handler="replace",  # a byte that is not UTF-8 becomes U+FFFD, not a dead reader
@@ -153,13 +139,11 @@ async def launched(config: McpServerConfig, tail: StderrTail) -> AsyncIterator[A
         async with stdio_client(parameters, errlog=tail.writer) as streams:
             tail.writer.close()  # the server holds its own copy now
             group = await tail.group()
-            track(group)
+            cgroup = adopt(group)
             yield streams
     finally:
         if group is not None:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(group, signal.SIGKILL)
-            untrack(group)
+            release(group, cgroup)
         tail.close()
 
 

@@ -14,10 +14,11 @@ included).
 - The watchdog (:mod:`._watchdog`), a process of its own in its own session, learns each group (and
   cgroup) before the command may start; when the agent dies it ends them all.
 
-Other parts of the agent that start long-lived processes (MCP servers) register them the same way:
-start the process as the leader of a new process group (``start_new_session=True``), call
-:func:`track` with its pid, and :func:`untrack` once it has ended. If the agent dies in between, the
-watchdog sends the group ``SIGTERM``, gives it :data:`~._watchdog.GRACE` seconds, then ``SIGKILL``.
+An MCP stdio server, which the MCP SDK spawns, runs under the same reaper gate: its command is
+:data:`STDIO_GATE` followed by the server's executable and argv, started as the leader of a new
+process group (``start_new_session=True``). Once the gate has said its group, :func:`adopt` moves it
+into a cgroup of its own where one can be made and registers it with the watchdog, before the
+server's first request lets it start; :func:`release` ends whatever is left once it has stopped.
 """
 
 from __future__ import annotations
@@ -36,11 +37,15 @@ from typing import IO
 
 from turnmemory.agent.tools import _gate, _watchdog
 
-__all__ = ["Held", "hold", "track", "untrack"]
+__all__ = ["STDIO_GATE", "Held", "adopt", "hold", "release", "track", "untrack"]
 
 _SHELL_GATE = 'IFS= read -r _ || exit 125; exec "$@" </dev/null'
 """The contained command's gate: waits for the agent's go, then becomes the command with stdin closed;
 an agent that died first sends no go, and the command never runs."""
+STDIO_GATE = (sys.executable, "-I", "-S", _gate.__file__, _gate.STDIO)
+"""The reaper gate of an MCP stdio server: ``[*STDIO_GATE, EXECUTABLE, *ARGV]`` writes its process group
+on stderr, waits for the server's first request, runs ``EXECUTABLE`` with ``ARGV`` (stdin, stdout and
+stderr its own) and, when the server ends or the gate is stopped, kills all it left."""
 _STOP_GRACE = 5.0
 """Seconds the reaper gate gets to kill what it holds after ``SIGTERM``, before its group is killed."""
 
@@ -65,15 +70,10 @@ class Held:
                 self.process.send_signal(signal.SIGTERM)
             with contextlib.suppress(subprocess.TimeoutExpired):
                 self.process.wait(_STOP_GRACE)
-        try:
-            os.killpg(self.process.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            if self.process.returncode is None:
-                self.process.kill()
-        if self.cgroup is not None:
-            _watchdog.kill_cgroup(self.cgroup)
+        release(self.process.pid, self.cgroup)
+        if self.process.poll() is None:
+            self.process.kill()
         self.process.wait()
-        untrack(self.process.pid)
 
 
 def hold(
@@ -118,6 +118,27 @@ def hold(
     finally:
         for end in ends:
             os.close(end)
+
+
+def adopt(pgid: int) -> str | None:
+    """Register the group of a started reaper gate (its leader ``pgid``) with the watchdog, first moving
+    the gate into a new cgroup where one can be made; the cgroup, or ``None``. The gate's command must
+    not have started yet: what it starts is then in the cgroup too."""
+    cgroup = _new_cgroup()
+    if cgroup is not None and not _enter(cgroup, pgid):
+        _watchdog.kill_cgroup(cgroup)  # still empty: this only removes it
+        cgroup = None
+    track(pgid, cgroup)
+    return cgroup
+
+
+def release(pgid: int, cgroup: str | None) -> None:
+    """Kill what is left of a registered group and of its cgroup, and forget them."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, signal.SIGKILL)
+    if cgroup is not None:
+        _watchdog.kill_cgroup(cgroup)
+    untrack(pgid)
 
 
 def track(pgid: int, cgroup: str | None = None) -> None:
