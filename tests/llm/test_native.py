@@ -63,7 +63,7 @@ def test_gemini_parts_join_plain_chunks_but_never_a_signed_part() -> None:
 def test_bedrock_blocks_keep_reasoning_signatures_and_redacted_reasoning() -> None:
     blocks: dict[int, dict[str, Any]] = {}
     inputs: dict[int, Arguments] = {}
-    deltas = [
+    deltas: list[tuple[int, dict[str, Any]]] = [
         (0, {"reasoningContent": {"text": "Hmm"}}),
         (0, {"reasoningContent": {"text": "."}}),
         (0, {"reasoningContent": {"signature": "sig"}}),
