@@ -9,9 +9,9 @@ from __future__ import annotations
 from typing import Any
 
 from turnmemory.llm import Event
+from turnmemory.llm._stream import Arguments
 from turnmemory.llm.anthropic import _param
 from turnmemory.llm.bedrock import _delta, _finish
-from turnmemory.llm._stream import Arguments
 from turnmemory.llm.gemini import _merged
 
 
