@@ -289,7 +289,7 @@ class Turn:
     ) -> Generator[Event, None, Completion | None]:
         """Stream one attempt; its ``Completion``, or ``None`` when the deadline passed meanwhile."""
         completion: Completion | None = None
-        cap = self._max_argument_bytes
+        cap = self._limits.max_argument_bytes
         with closing(self._sdk.stream(request, tools, turn_start, max_argument_bytes=cap)) as stream:
             for item in stream:
                 if self._expired():
