@@ -294,7 +294,8 @@ def test_attachments_inside_outside_and_not_files(workspace: Path, tmp_path: Pat
     outside = tmp_path / "secret.txt"
     outside.write_text("outside text\n")
     text = f"@app.py @big.txt @blob.bin @dir @pipe @{outside} @nonexistent @someone"
-    attached, notes = attach_mentions(text, _Session(workspace))
+    found = attach_mentions(text, _Session(workspace))
+    attached, notes = found.text, found.notes
     assert "<file path=\"app.py\">\nprint('hi')\n\n</file>" in attached
     assert attached.count("x") >= MAX_FILE_BYTES and attached.count("x") < MAX_FILE_BYTES + 10
     assert "outside text" not in attached and "\0" not in attached
@@ -304,8 +305,8 @@ def test_attachments_inside_outside_and_not_files(workspace: Path, tmp_path: Pat
     assert "@pipe is not a regular file" in joined
     assert f"@{outside} not attached: not allowed" in joined
     assert "nonexistent" not in joined and "someone" not in joined
-    granted, _ = attach_mentions(f"@{outside}", _Session(workspace, (f"read:{tmp_path}/*",)))
-    assert "outside text" in granted
+    granted = attach_mentions(f"@{outside}", _Session(workspace, (f"read:{tmp_path}/*",)))
+    assert "outside text" in granted.text
 
 
 def test_an_attachment_goes_to_the_request_not_to_the_session(

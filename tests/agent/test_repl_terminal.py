@@ -4,6 +4,7 @@ the live screen did, ``/context`` adds up, and ``@file`` says what it attached."
 
 from __future__ import annotations
 
+import base64
 import json
 import re
 import shlex
@@ -18,6 +19,7 @@ from pathlib import Path
 import pexpect
 import pytest
 from tests.agent._support import Run, chat_env, spawn_chat
+from tests.images import png
 
 from turnmemory.testing import FakeProviderServer, Reply, ToolCall
 
@@ -286,19 +288,25 @@ def test_attachments_are_confirmed_missing_ones_said_and_a_refusal_asks_no_reaso
     server: FakeProviderServer, workspace: Path, data_dir: Path, tmp_path: Path
 ) -> None:
     (workspace / "notes.md").write_text("attached words\n")
+    shot = png(4, 3)
+    (workspace / "shot.png").write_bytes(shot)
     outside = tmp_path / "outside.txt"
     outside.write_text("outside words\n")
     server.push(Reply(text="Seen."), Reply(text="Seen again."))
     child = spawn_chat(server, workspace, data_dir, tmp_path)
     try:
         child.expect_exact(PROMPT)
-        child.sendline("read @notes.md and @nope.txt, ask @someone")
+        child.sendline("read @notes.md and @nope.txt, ask @someone about @shot.png")
         child.expect_exact("@notes.md attached (15 bytes)")
         child.expect_exact("@nope.txt not attached: No such file or directory")
-        child.expect(r"attachments: ~\d+ tokens \(\d+\.\d% of the window\), this message only")
+        child.expect_exact(f"@shot.png attached (PNG 4x3, {len(shot)} bytes, ~1 tokens)")
+        child.expect(r"attachments: 1 image, ~\d+ tokens \(\d+\.\d% of the window\), this message only")
         child.expect_exact("Seen.")
         child.expect_exact(PROMPT)
         assert "@someone" not in child.before, "a mention that names no path is just a word"
+        child.sendline("/context")
+        child.expect_exact(f"the last message's attachments: [image shot.png, {len(shot)} bytes]")
+        child.expect_exact(PROMPT)
         child.sendline(f"and @{outside}")
         child.expect_exact("allow?")
         child.sendline("n")
@@ -311,3 +319,5 @@ def test_attachments_are_confirmed_missing_ones_said_and_a_refusal_asks_no_reaso
         child.close(force=True)
     assert "attached words" in str(server.requests[0].body)
     assert "outside words" not in str(server.requests[1].body)
+    encoded = base64.b64encode(shot).decode()
+    assert encoded in str(server.requests[0].body) and encoded not in str(server.requests[1].body)

@@ -41,6 +41,7 @@ def _check(tp: Any, value: Any) -> None:
 
 def validate_anthropic(request: Mapping[str, Any]) -> None:
     from anthropic.types import (
+        ImageBlockParam,
         MessageParam,
         TextBlockParam,
         ToolResultBlockParam,
@@ -48,6 +49,7 @@ def validate_anthropic(request: Mapping[str, Any]) -> None:
     )
 
     blocks: dict[str, Any] = {
+        "image": ImageBlockParam,
         "text": TextBlockParam,
         "tool_use": ToolUseBlockParam,
         "tool_result": ToolResultBlockParam,
@@ -66,6 +68,7 @@ def validate_anthropic(request: Mapping[str, Any]) -> None:
 def validate_openai_chat(request: Mapping[str, Any]) -> None:
     from openai.types.chat import (
         ChatCompletionAssistantMessageParam,
+        ChatCompletionContentPartImageParam,
         ChatCompletionMessageFunctionToolCallParam,
         ChatCompletionMessageParam,
         ChatCompletionSystemMessageParam,
@@ -85,12 +88,17 @@ def validate_openai_chat(request: Mapping[str, Any]) -> None:
         _check(roles[message["role"]], message)
         for call in message.get("tool_calls", ()):
             _check(ChatCompletionMessageFunctionToolCallParam, call)
+        content = message.get("content")
+        for part in content if isinstance(content, list) else ():
+            if part.get("type") == "image_url":
+                _check(ChatCompletionContentPartImageParam, part)
 
 
 def validate_openai_responses(request: Mapping[str, Any]) -> None:
     from openai.types.responses import (
         EasyInputMessageParam,
         ResponseFunctionToolCallParam,
+        ResponseInputImageParam,
         ResponseInputItemParam,
     )
     from openai.types.responses.response_input_item_param import FunctionCallOutput
@@ -107,6 +115,10 @@ def validate_openai_responses(request: Mapping[str, Any]) -> None:
         kind = item.get("type", "message")
         if kind in items and not (kind == "message" and "id" in item):
             _check(items[kind], item)
+        content = item.get("content")
+        for part in content if kind == "message" and isinstance(content, list) else ():
+            if part.get("type") == "input_image":
+                _check(ResponseInputImageParam, part)
 
 
 def validate_gemini(request: Mapping[str, Any]) -> None:

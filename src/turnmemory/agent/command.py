@@ -115,7 +115,12 @@ def _workspace(path: Path | None) -> str:
 
 
 def run(
-    prompt: Annotated[str, typer.Argument(metavar="PROMPT", help="The prompt; '-' reads it from stdin.")],
+    prompt: Annotated[
+        str,
+        typer.Argument(
+            metavar="PROMPT", help="The prompt; '-' reads it from stdin; @path attaches a file or an image."
+        ),
+    ],
     session: Annotated[
         str | None, typer.Option("--session", help="Continue this session (id or prefix).")
     ] = None,

@@ -15,6 +15,8 @@ variables, then its config-file keys, then its default.
     max_tool_rounds = 10000              # tool rounds one turn may run (--max-tool-rounds)
     max_calls_per_response = 100         # calls of one response that run; the model is told of the rest
     max_argument_bytes = 1000000         # largest arguments of one call that run (bytes of JSON)
+    max_image_bytes = 5000000            # largest image an @path attaches (the provider's limit if lower)
+    max_images = 20                      # images one prompt attaches
     compaction = "summary"               # or "drop", or "off": what happens to the oldest turns
     boundary = "every_turn"              # or "when_it_pays": when a finished turn gives way to its
                                          # TurnMemory (--boundary; see turnmemory.boundary)
@@ -26,6 +28,8 @@ variables, then its config-file keys, then its default.
     api_key = "..."                      # the environment variable wins when set
     single_calls = true                  # force one call per assistant message (default: by model family)
     id_style = "compact"                 # force 9-character call ids ("historical": the spec's ids)
+    images = true                        # the model takes images (default: by provider and model;
+                                         # an OpenAI-compatible server is taken to take none)
 
     [providers.anthropic.prices]         # USD per million tokens: each turn's and the session's cost
     input = 3.0
@@ -85,6 +89,8 @@ from turnmemory.replay import IdStyle
 
 __all__ = [
     "CONFIG_ENV",
+    "DEFAULT_MAX_IMAGES",
+    "DEFAULT_MAX_IMAGE_BYTES",
     "DEFAULT_MODELS",
     "KEY_VARIABLES",
     "SETTINGS",
@@ -111,6 +117,12 @@ __all__ = [
 ]
 
 CONFIG_ENV = "TURNMEMORY_CONFIG"
+DEFAULT_MAX_IMAGE_BYTES = 5_000_000
+"""The largest image an ``@path`` attaches by default: Anthropic's 5 MB (each provider's own, lower
+limit applies too; see ``MAX_IMAGE_BYTES`` in :mod:`turnmemory.providers`)."""
+DEFAULT_MAX_IMAGES = 20
+"""The most images one prompt attaches by default (Bedrock's limit per request, and where Anthropic
+starts to take them at a lower resolution)."""
 ToolHistory = Literal["memory", "full"]
 """What earlier turns carry: their TurnMemory records, or the raw trace of this process's turns."""
 TOOL_HISTORIES: tuple[ToolHistory, ...] = ("memory", "full")
@@ -409,6 +421,12 @@ SETTINGS: tuple[Setting, ...] = (
         providers=("openai_chat",),
         unset="by model family",
     ),
+    Setting(
+        "images",
+        SWITCH,
+        file=("providers.{provider}.images",),
+        unset="by provider and model",
+    ),
     Setting("prices", PRICES, file=("providers.{provider}.prices",), unset="none (no cost line)"),
     Setting(
         "allow",
@@ -437,6 +455,8 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("max_tool_rounds", COUNT, flag="--max-tool-rounds", file=("max_tool_rounds",)),
     Setting("max_calls_per_response", COUNT, file=("max_calls_per_response",)),
     Setting("max_argument_bytes", COUNT, file=("max_argument_bytes",)),
+    Setting("max_image_bytes", COUNT, file=("max_image_bytes",)),
+    Setting("max_images", COUNT, file=("max_images",)),
     Setting("compaction", choice(*COMPACTION_MODES), file=("compaction",)),
     Setting("boundary", choice("every_turn", "when_it_pays"), flag="--boundary", file=("boundary",)),
     Setting("tool_history", choice(*TOOL_HISTORIES), flag="--tool-history", file=("tool_history",)),
@@ -654,6 +674,9 @@ class AgentConfig:
     """OpenAI Chat: force one call per assistant message (``True``) or batches (``False``); ``None``: by model."""
     id_style: IdStyle | None = None
     """OpenAI Chat: force ``"historical"`` or ``"compact"`` call ids; ``None``: by model."""
+    images: bool | None = None
+    """Whether the model takes images an ``@path`` attaches (``None``: by provider and model, see
+    :func:`turnmemory.agent._attach.image_support`)."""
     prices: Mapping[str, float] | None = None
     """USD per million tokens (``input``, ``output``, ``cached_input``, ``cache_write``) for the cost
     of each turn and of the session (the REPL's usage line, ``run --format json``)."""
@@ -680,6 +703,10 @@ class AgentConfig:
     """Calls of one response that run; the model is told of the others that they did not."""
     max_argument_bytes: int = DEFAULT_MAX_ARGUMENT_BYTES
     """The largest arguments of one call that run (UTF-8 bytes of their compact JSON)."""
+    max_image_bytes: int = DEFAULT_MAX_IMAGE_BYTES
+    """The largest image an ``@path`` attaches (the provider's own limit applies when it is lower)."""
+    max_images: int = DEFAULT_MAX_IMAGES
+    """The most images one prompt attaches."""
     compaction: CompactionMode = "summary"
     """What happens to the oldest turns when the history nears the window."""
     boundary: BoundaryPolicy = DEFAULT_POLICY

@@ -28,6 +28,9 @@ ask in the REPL is denied, with a reason the model sees, unless an ``--allow`` r
 exit status is 0 when the turn is done, 1 when it is incomplete, interrupted, failed or cut at the
 output limit (with the reason in one line on stderr, and for a refused key where it came from), 2 for
 bad usage or configuration.
+
+``@path`` in the prompt attaches that file as in the REPL (see :mod:`turnmemory.agent._attach`), one
+line on stderr per mention; a file outside the workspace only under an ``--allow`` read rule.
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, TextIO
 
 from turnmemory._text import terminal_json, terminal_safe
+from turnmemory.agent._attach import attach_mentions, image_rules
 from turnmemory.agent._display import one_line, tool_label, tool_outcome
 from turnmemory.agent._runtime import open_agent
 from turnmemory.agent._usage import cost, usage_dict
@@ -133,7 +137,10 @@ def run_headless(
         latest=request.latest,
         session_model=request.session_model,
     ) as agent:
-        outcome = agent.turn(request.prompt)
+        attached = attach_mentions(request.prompt, agent, image_rules(agent.config, agent.client))
+        for note in attached.notes:
+            view.notice(note)
+        outcome = agent.turn(request.prompt, attachments=attached.text, images=attached.images)
         session_id = agent.session_id
         hint = key_hint(agent.config, outcome.error or "")
         session_usage = agent.usage.session_total

@@ -50,7 +50,18 @@ from turnmemory.agent.rewind import checkpoints, rewind
 from turnmemory.agent.store import LoadedSession, SessionStore, TurnStatus, transcript_items
 from turnmemory.agent.store._journal import JournalEntry
 from turnmemory.agent.tools import READ_ONLY_TOOLS, Tool, ToolContext, ToolError, ToolRegistry, builtin_tools
-from turnmemory.llm import UNKNOWN, Client, Event, Pending, ToolResult, ToolSpec, Usage, open_client, record
+from turnmemory.llm import (
+    UNKNOWN,
+    Client,
+    Event,
+    Image,
+    Pending,
+    ToolResult,
+    ToolSpec,
+    Usage,
+    open_client,
+    record,
+)
 from turnmemory.memory import Message
 from turnmemory.segments import TurnRecorder
 
@@ -234,18 +245,22 @@ class Agent:
         messages = self.messages if messages is None else messages
         return [self.system, *_carried(messages, self.client.pending_turns)]
 
-    def turn(self, prompt: str, *, attachments: str = "") -> TurnOutcome:
+    def turn(self, prompt: str, *, attachments: str = "", images: Sequence[Image] = ()) -> TurnOutcome:
         """Run one assistant turn for ``prompt``; Ctrl-C (``KeyboardInterrupt``) ends it as interrupted.
 
-        ``attachments`` (the files a prompt mentions with ``@path``, already read) go to the model
-        with this turn's request only: the session stores the prompt as typed, so later turns, live or
-        resumed, carry the same history and read the files again when they need them.
+        ``attachments`` (the text of the files a prompt mentions with ``@path``, already read) and
+        ``images`` go to the model with this turn's requests only: the session stores the prompt as
+        typed, followed by each image's placeholder (``[image shot.png, 120 KB]``), so later turns,
+        live or resumed, carry the same history without the files' contents, and read the files
+        again when they need them.
 
         When the request would near the context window, the oldest turns are compacted first (see
         :mod:`turnmemory.agent.compaction`); a turn that overflows anyway drops its pending state, so
         the next one starts from its compact record.
         """
-        self.compact(prompt)
+        if images:
+            prompt = "\n\n".join([prompt, *(image.placeholder() for image in images)])
+        self.compact(prompt, images=images)
         self._start_usage()
         history = self.request_history()
         if self._note:
@@ -266,7 +281,9 @@ class Agent:
         reason: str | None = None
         try:
             request = f"{prompt}\n\n{attachments}" if attachments else prompt
-            events = self.client.run_turn(history, request, tools=_specs(self.tools), execute=self._execute)
+            events = self.client.run_turn(
+                history, request, tools=_specs(self.tools), execute=self._execute, images=images
+            )
             with closing(events):
                 for event in events:
                     record(event, recorder)
@@ -328,8 +345,10 @@ class Agent:
         )
         self._compacted = False
 
-    def compact(self, prompt: str = "", *, force: bool = False) -> Compaction | None:
-        """Compact the oldest turns when the next request (for ``prompt``) nears the context window;
+    def compact(
+        self, prompt: str = "", *, force: bool = False, images: Sequence[Image] = ()
+    ) -> Compaction | None:
+        """Compact the oldest turns when the next request (for ``prompt`` and ``images``) nears the context window;
         with ``force`` (``/compact``), every turn but the latest. The compaction, or ``None``.
 
         The mode is the config's ``compaction``; a summary that cannot be written falls back to
@@ -342,9 +361,11 @@ class Agent:
         budget = accounting.limits.budget
         specs = _specs(self.tools)
         bound = self.client.request_bound(self.request_history(), prompt or ".", tools=specs)
+        if bound is not None:
+            bound += self.client.image_tokens(images)
         if not force and bound is not None and far_from_window(bound, budget):
             return None  # surely far from the window, known without loading the tokenizer
-        before = self.request_tokens(prompt)
+        before = self.request_tokens(prompt) + self.client.image_tokens(images)
         if not force and far_from_window(before, budget):
             return None
         sizes = [accounting.scaled(accounting.counter.value(m.to_dict())) for m in self.messages]

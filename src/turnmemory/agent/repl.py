@@ -7,8 +7,9 @@ The screen shows the original prose (as markdown), the model's reasoning dimmed 
 It never shows the reconstructed historical blocks; ``/context`` says what the next request carries
 and ``/memory`` what TurnMemory kept. A resumed session is shown as it looked live.
 
-``@path`` in a prompt attaches that file's text to the message (bounded; a file outside the
-workspace needs the read permission); the session stores the prompt as typed.
+``@path`` in a prompt attaches that file's text, or the image it holds, to the message (bounded; a
+file outside the workspace needs the read permission; see :mod:`turnmemory.agent._attach`); the
+session stores the prompt as typed, with a placeholder for each image.
 
 Ctrl-C during a turn interrupts it (its work stays pending for the next turn); a second Ctrl-C at
 the prompt exits. Enter sends; Esc then Enter (or Alt-Enter) inserts a newline. While a turn runs the
@@ -46,7 +47,7 @@ from rich.table import Table
 from rich.text import Text
 
 from turnmemory._text import terminal_safe
-from turnmemory.agent._attach import attach_mentions
+from turnmemory.agent._attach import attach_mentions, image_rules
 from turnmemory.agent._display import (
     live_order,
     one_line,
@@ -63,6 +64,7 @@ from turnmemory.agent.loop import Agent, TurnOutcome
 from turnmemory.agent.permissions import Access, Answer, Rule, session_scope
 from turnmemory.agent.store import LoadedSession, SessionStoreError, data_dir
 from turnmemory.llm import Event, Usage
+from turnmemory.providers import PROVIDERS
 
 __all__ = ["COMMANDS", "ReplCompleter", "ReplView", "SafeConsole", "run_chat"]
 
@@ -187,6 +189,7 @@ class ReplView:
         self.last_reasoning = ""
         self.last_diff = ""
         self.last_input_tokens = 0
+        self.last_attachments = ""
 
     # -- View --------------------------------------------------------------------------------------
 
@@ -562,19 +565,27 @@ class Repl:
 
     def _turn(self, text: str) -> bool:
         """Run one turn; whether it was interrupted. A Ctrl-C while it is being saved propagates."""
-        attached, notes = attach_mentions(text, self.agent)
-        for note in notes:
+        attached = attach_mentions(text, self.agent, image_rules(self.agent.config, self.agent.client))
+        for note in attached.notes:
             self.view.notice(note)
-        if attached:
-            tokens = self.agent.client.accounting.scaled(self.agent.client.accounting.counter.text(attached))
-            window = self.agent.client.accounting.limits.window
+        if attached.text or attached.images:
+            accounting = self.agent.client.accounting
+            tokens = accounting.scaled(accounting.counter.text(attached.text)) + attached.image_tokens
+            images = len(attached.images)
+            what = f"{images} image{'s' if images != 1 else ''}, " if images else ""
+            names = "".join(f"{image.placeholder()} " for image in attached.images)
+            self.view.last_attachments = (
+                f"the last message's attachments: {names}{'and text ' if attached.text else ''}~{tokens:,} "
+                f"tokens ({tokens / accounting.limits.window:.1%} of the window), sent with that message only"
+            )
             self.view.notice(
-                f"attachments: ~{tokens:,} tokens ({tokens / window:.1%} of the window), this message only"
+                f"attachments: {what}~{tokens:,} tokens ({tokens / accounting.limits.window:.1%} of the window), "
+                "this message only"
             )
         self.view.wait("thinking")
         try:
             with _quiet_terminal():
-                outcome = self.agent.turn(text, attachments=attached)
+                outcome = self.agent.turn(text, attachments=attached.text, images=attached.images)
         finally:
             self.view.end_prose()
             self.view.pause()
@@ -597,7 +608,7 @@ class Repl:
                 for command, meaning in COMMANDS.items():
                     self.console.print(f"  [bold]{command:<10}[/] {meaning}")
                 self.console.print(
-                    "  [dim]@path mentions a file; Esc Enter inserts a newline; Ctrl-C interrupts a turn[/]"
+                    "  [dim]@path attaches a file or an image; Esc Enter inserts a newline; Ctrl-C interrupts a turn[/]"
                 )
             elif name in ("/new", "/clear"):
                 self.agent.new_session()
@@ -687,7 +698,7 @@ class Repl:
             self.console.print(Text(f"{self.agent.config.provider} {self.agent.config.model}"))
             return
         provider, model = (words[0], words[1]) if len(words) > 1 else (None, words[0])
-        if provider is None and ":" in model and model.split(":", 1)[0] in _PROVIDERS:
+        if provider is None and ":" in model and model.split(":", 1)[0] in PROVIDERS:
             provider, model = model.split(":", 1)
         self.agent.switch_model(provider, model)
         self.console.print(
@@ -743,6 +754,8 @@ class Repl:
             f"{limits.window:,} tokens, a request may carry {limits.budget:,}; the new message comes on top[/]"
         )
         self._session_usage()
+        if self.view.last_attachments:
+            self.console.print(f"[dim]{escape(terminal_safe(self.view.last_attachments))}[/]")
         if self.view.last_input_tokens:
             self.console.print(
                 f"[dim]the last request carried {self.view.last_input_tokens:,} input tokens "
@@ -782,9 +795,6 @@ class Repl:
                 f"{count} {cause.replace('_', ' ')}" for cause, count in misses.items()
             )
         self.console.print(f"[dim]{line}[/]")
-
-
-_PROVIDERS = ("anthropic", "openai_chat", "openai_responses", "gemini", "bedrock")
 
 
 def _bindings() -> KeyBindings:

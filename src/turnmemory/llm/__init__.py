@@ -36,6 +36,7 @@ from turnmemory.llm._turn import (
     Execute,
 )
 from turnmemory.llm.events import TERMINAL_KINDS, Event, EventKind, Reason, Usage, record
+from turnmemory.providers._images import Image
 from turnmemory.providers._tools import ToolResult
 
 __all__ = [
@@ -52,6 +53,7 @@ __all__ = [
     "Event",
     "EventKind",
     "Execute",
+    "Image",
     "Pending",
     "Reason",
     "RetryPolicy",

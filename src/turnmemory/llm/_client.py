@@ -43,6 +43,7 @@ from turnmemory.llm._turn import Execute, Outcome, Turn, TurnLimits
 from turnmemory.llm.events import Event
 from turnmemory.memory import Message
 from turnmemory.providers import Wire
+from turnmemory.providers._images import Image
 from turnmemory.providers._read import record
 from turnmemory.providers._render import Item
 from turnmemory.providers._tools import parse_output
@@ -196,13 +197,22 @@ class Client:
         return recorder.finish()
 
     def request_tokens(
-        self, history: Sequence[Message], prompt: str, *, tools: Sequence[ToolSpec] = ()
+        self,
+        history: Sequence[Message],
+        prompt: str,
+        *,
+        tools: Sequence[ToolSpec] = (),
+        images: Sequence[Image] = (),
     ) -> int:
-        """The calibrated token estimate of the first request a turn for ``prompt`` after ``history``
-        would send, offering ``tools`` (the pending state included)."""
+        """The calibrated token estimate of the first request a turn for ``prompt`` (with ``images``)
+        after ``history`` would send, offering ``tools`` (the pending state included)."""
         request = self._first_request(history, prompt)
         raw = Reducer(self._sdk.wire, self.accounting).measure(request, self._sdk.wire.ITEMS, tools)
-        return self.accounting.scaled(raw)
+        return self.accounting.scaled(raw) + self.image_tokens(images)
+
+    def image_tokens(self, images: Sequence[Image]) -> int:
+        """The input tokens ``images`` cost on this client's provider (its documented formula)."""
+        return sum(self._sdk.wire.image_tokens(image) for image in images)
 
     def request_bound(
         self, history: Sequence[Message], prompt: str, *, tools: Sequence[ToolSpec] = ()
@@ -230,8 +240,13 @@ class Client:
         *,
         tools: Sequence[ToolSpec] = (),
         execute: Execute | None = None,
+        images: Sequence[Image] = (),
     ) -> Iterator[Event]:
         """Run one assistant turn for ``prompt`` after ``history``; yield its events.
+
+        ``images`` join ``prompt`` in each request of this turn (the wire's image parts before its text),
+        within the wire's types and size (else ``ValueError``); nothing the client keeps holds them:
+        pending state, raw traces and later requests carry ``prompt`` alone.
 
         ``history`` holds the earlier messages (a system message first, if any). After an
         ``incomplete`` turn keep its user message in the history you pass next; the pending state
@@ -248,6 +263,13 @@ class Client:
                 )
         if not isinstance(prompt, str) or not prompt.strip():
             raise ValueError(f"prompt: expected non-blank text, got {prompt!r:.40}")
+        images = tuple(images)
+        for image in images:
+            if not isinstance(image, Image):
+                raise ValueError(f"images: expected turnmemory.llm.Image, got {type(image).__name__}")
+            problem = self.image_problem(image)
+            if problem:
+                raise ValueError(f"images: {problem}")
         table = tool_table(tools)
         if table and execute is None:
             raise ValueError("execute: required when tools are offered")
@@ -262,7 +284,16 @@ class Client:
         # What this turn's pending state will belong to: its history and its own prompt, so that even
         # a first turn's state (empty history) only enters a conversation that continues this one.
         owner = (*conversation, Message(role="user", content=prompt))
-        return self._run(history, prompt, table, execute, owner)
+        return self._run(history, prompt, table, execute, owner, images)
+
+    def image_problem(self, image: Image) -> str | None:
+        """Why this client's provider does not take ``image`` (its media type or size), or ``None``."""
+        wire = self._sdk.wire
+        if image.media_type not in wire.IMAGE_TYPES:
+            return f"{self.provider} takes {', '.join(t.removeprefix('image/') for t in wire.IMAGE_TYPES)} images, not {image.media_type.removeprefix('image/')}"
+        if len(image.data) > wire.MAX_IMAGE_BYTES:
+            return f"{self.provider} takes images up to {wire.MAX_IMAGE_BYTES:,} bytes"
+        return None
 
     def _run(
         self,
@@ -271,6 +302,7 @@ class Client:
         tools: dict[str, ToolSpec],
         execute: Execute | None,
         owner: tuple[Message, ...],
+        images: tuple[Image, ...] = (),
     ) -> Iterator[Event]:
         """The events of one turn; its end, however it comes, settles the pending state."""
         head, traced = self._traced(history, prompt, tools)
@@ -284,6 +316,7 @@ class Client:
             accounting=self.accounting,
             retry=self.retry,
             limits=self.turn_limits,
+            images=images,
         )
         outcome: Outcome | None = None
         self._running = (turn, owner)

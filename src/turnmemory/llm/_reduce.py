@@ -124,12 +124,17 @@ class Reducer:
     """Measures a turn's requests and reduces their trace (one reducer per turn: it memoizes items).
 
     ``arguments`` is the replay's argument policy: what a folded call's placeholder arguments hold.
+    ``images`` are the tokens of the images sent with the requests measured, which are measured
+    without them (their base64 is no measure of what they cost).
     """
 
-    def __init__(self, wire: Wire, accounting: Accounting, *, arguments: ArgumentPolicy = "empty") -> None:
+    def __init__(
+        self, wire: Wire, accounting: Accounting, *, arguments: ArgumentPolicy = "empty", images: int = 0
+    ) -> None:
         self._wire = wire
         self.accounting = accounting
         self._policy: ArgumentPolicy = arguments
+        self._images = images
         self._sizes: dict[int, tuple[object, int]] = {}
 
     @property
@@ -140,7 +145,7 @@ class Reducer:
     def measure(self, request: Mapping[str, Any], items_key: str, tools: Sequence[ToolSpec]) -> int:
         """The raw estimate of ``request`` plus the definitions of ``tools`` (uncalibrated)."""
         total = sum(self._size(value) for key, value in request.items() if key != items_key)
-        total += self.tokens(request[items_key])
+        total += self.tokens(request[items_key]) + self._images
         return total + sum(self._size(spec, _definition) for spec in tools)
 
     def tokens(self, items: Sequence[Any]) -> int:
@@ -158,7 +163,7 @@ class Reducer:
         if self.accounting.counter.loaded:
             return None
         texts = (compact_json(dict(request)), compact_json([_definition(spec) for spec in tools]))
-        return sum(len(text.encode("utf-8")) for text in texts)
+        return sum(len(text.encode("utf-8")) for text in texts) + self._images
 
     def overflow_message(self, raw: int) -> str:
         """Why a request estimated at ``raw`` cannot be sent, in one line."""

@@ -26,6 +26,7 @@ from turnmemory.llm._sdk import Completion, Sdk, StreamInterrupted
 from turnmemory.llm._tokens import Accounting
 from turnmemory.llm._tools import ToolSpec, call_problem, placeholder_tool
 from turnmemory.llm.events import Event, Reason
+from turnmemory.providers._images import Image
 from turnmemory.providers._render import Item
 from turnmemory.providers._tools import Call, ToolResult
 
@@ -118,8 +119,10 @@ class Turn:
         accounting: Accounting,
         retry: RetryPolicy,
         limits: TurnLimits,
+        images: Sequence[Image] = (),
     ) -> None:
         self._sdk = sdk
+        self._images = tuple(images)
         self._format = request
         self._tools = tools
         self._execute = execute
@@ -127,7 +130,12 @@ class Turn:
         self._retry = retry
         self._limits = limits
         self._ends_at = None if limits.deadline is None else time.monotonic() + limits.deadline
-        self._reducer = Reducer(sdk.wire, accounting, arguments=sdk.options().get("arguments", "empty"))
+        self._reducer = Reducer(
+            sdk.wire,
+            accounting,
+            arguments=sdk.options().get("arguments", "empty"),
+            images=sum(sdk.wire.image_tokens(image) for image in self._images),
+        )
         self.pending = pending
         self.items: list[Item] = []
         self._answering: tuple[Sequence[Call], list[ToolResult]] = ((), [])
@@ -233,6 +241,7 @@ class Turn:
         event: the failure is then ``expired``.
         """
         turn_start = len(self._history[self._sdk.wire.ITEMS])
+        request = self._with_images(request, turn_start)
         attempt = 1
         while True:
             if self._expired():
@@ -254,6 +263,18 @@ class Turn:
                 attempt += 1
                 yield Event("retry", error=failure.message, attempt=attempt, delay=delay)
                 self._retry.sleep(delay)
+
+    def _with_images(self, request: dict[str, Any], turn_start: int) -> dict[str, Any]:
+        """``request`` with this turn's images in its prompt, the last user message before the turn's
+        own items. They join only the request sent: what is measured, kept or saved never holds them."""
+        if not self._images:
+            return request
+        key, wire = self._sdk.wire.ITEMS, self._sdk.wire
+        items = list(request[key])
+        prompt = max((i for i in range(turn_start) if items[i].get("role") == "user"), default=None)
+        if prompt is not None:
+            items[prompt] = wire.with_images(items[prompt], self._images)
+        return {**request, key: items}
 
     def execute(self, reply: Completion) -> Generator[Event, None, None]:
         """Run the calls of ``reply``, in order, and add the response and their results to the turn.

@@ -9,6 +9,7 @@ from the AWS chain (environment, profile, role), or from a ready ``boto3`` clien
 
 from __future__ import annotations
 
+import base64
 from collections.abc import Generator, Mapping, Sequence
 from typing import Any
 
@@ -132,7 +133,8 @@ class BedrockSdk(Sdk):
 
     def _kwargs(self, request: Mapping[str, Any], tools: Sequence[ToolSpec]) -> dict[str, Any]:
         settings = self.settings
-        kwargs: dict[str, Any] = {"modelId": settings.model, "messages": request["messages"]}
+        messages = [_with_image_bytes(message) for message in request["messages"]]
+        kwargs: dict[str, Any] = {"modelId": settings.model, "messages": messages}
         if request.get("system"):
             kwargs["system"] = request["system"]
         if tools:
@@ -149,6 +151,23 @@ class BedrockSdk(Sdk):
                 "thinking": {"type": "enabled", "budget_tokens": settings.thinking}
             }
         return kwargs
+
+
+def _with_image_bytes(message: Item) -> Item:
+    """``message`` with the base64 of its image blocks as the bytes boto3 takes (it encodes them again
+    for the JSON body: a string would be encoded twice)."""
+    content = message.get("content")
+    if not isinstance(content, list) or not any("image" in block for block in content):
+        return message
+    return {**message, "content": [_image_bytes(block) for block in content]}
+
+
+def _image_bytes(block: Item) -> Item:
+    image = block.get("image")
+    if not isinstance(image, Mapping) or not isinstance(image.get("source", {}).get("bytes"), str):
+        return block
+    raw = base64.b64decode(image["source"]["bytes"])
+    return {"image": {**image, "source": {**image["source"], "bytes": raw}}}
 
 
 def _delta(

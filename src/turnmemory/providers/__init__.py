@@ -6,7 +6,9 @@ returning plain JSON-ready dicts for the official SDK, and ``Formatter()`` for t
 incrementally; ``replayed_tool_names(request)`` and ``placeholder_tool(name)`` /
 ``placeholder_tools(request, offered)``; and the reading direction: ``pieces(items)`` (the prose,
 reasoning, calls and results of native items), ``replace(item, piece, content)`` and
-``tool_results(calls, results)``. Every module satisfies :class:`Wire`. The
+``tool_results(calls, results)``; and the images a user attaches to a turn: ``with_images(message,
+images)`` (the wire's image parts before a user message's text), ``IMAGE_TYPES``, ``MAX_IMAGE_BYTES`` and
+``image_tokens(image)`` (see :mod:`turnmemory.providers._images`). Every module satisfies :class:`Wire`. The
 :mod:`turnmemory.providers.check` package holds each wire's rules and checks any request body against them.
 """
 
@@ -17,6 +19,7 @@ from typing import Any, Literal, Protocol
 
 from turnmemory.providers import anthropic, bedrock, gemini, openai_chat, openai_responses
 from turnmemory.providers._build import IncrementalFormatter, TurnFormat
+from turnmemory.providers._images import Image
 from turnmemory.providers._read import Piece
 from turnmemory.providers._render import Item
 from turnmemory.providers._tools import Call, ToolResult
@@ -66,6 +69,20 @@ class Wire(Protocol):
 
     def replayed_tool_names(self, request: Mapping[str, Any]) -> list[str]:
         """Every tool name that ``request`` carries calls of, in order, once each."""
+
+    @property
+    def IMAGE_TYPES(self) -> tuple[str, ...]:
+        """The media types of the images the wire takes."""
+
+    @property
+    def MAX_IMAGE_BYTES(self) -> int:
+        """The largest image the wire takes, in bytes."""
+
+    def image_tokens(self, image: Image) -> int:
+        """The input tokens ``image`` costs on this wire (the provider's formula)."""
+
+    def with_images(self, message: Item, images: Sequence[Image]) -> Item:
+        """A copy of the user ``message`` with the wire's image parts for ``images`` before its text."""
 
 
 _WIRES: dict[str, Wire] = {

@@ -22,6 +22,7 @@ from turnmemory.providers._build import (
     TurnFormat,
     turn_request,
 )
+from turnmemory.providers._images import MEDIA_TYPES, Image, claude_tokens, with_parts
 from turnmemory.providers._read import Piece, as_text, call_names
 from turnmemory.providers._render import (
     PLACEHOLDER_DESCRIPTION,
@@ -36,13 +37,16 @@ from turnmemory.providers._tools import Call, ToolResult, result_text
 from turnmemory.replay import HistoricalCall
 
 __all__ = [
+    "IMAGE_TYPES",
     "ITEMS",
     "LOOKBACK",
     "MAX_BREAKPOINTS",
+    "MAX_IMAGE_BYTES",
     "TURNS",
     "Formatter",
     "block_positions",
     "blocks",
+    "image_tokens",
     "mark_cache",
     "pieces",
     "placeholder_tool",
@@ -53,6 +57,7 @@ __all__ = [
     "to_request",
     "tool_results",
     "unmarked",
+    "with_images",
 ]
 
 
@@ -255,3 +260,34 @@ def unmarked(message: Item) -> Item:
             for block in content
         ]
     return copied
+
+
+# -- images --------------------------------------------------------------------------------------------
+
+IMAGE_TYPES: tuple[str, ...] = MEDIA_TYPES
+"""The media types of the images this wire takes."""
+
+MAX_IMAGE_BYTES = 3_932_160
+"""The largest image this wire takes: 5 MB of base64 (5,242,880 characters) per image, so 3,932,160 bytes decoded."""
+
+image_tokens = claude_tokens
+"""The input tokens one image costs on this wire."""
+
+
+def with_images(message: Item, images: Sequence[Image]) -> Item:
+    """A copy of the user ``message`` with ``images`` before its text (after any results it opens with),
+    where a cache marker on the text covers them too: each an ``image`` block with a ``base64`` source
+    (``anthropic.types.ImageBlockParam``, ``Base64ImageSourceParam``: jpeg, png, gif, webp);
+    https://docs.claude.com/en/docs/build-with-claude/vision."""
+    return with_parts(
+        message,
+        "content",
+        _text,
+        (
+            {
+                "type": "image",
+                "source": {"type": "base64", "media_type": image.media_type, "data": image.base64},
+            }
+            for image in images
+        ),
+    )

@@ -23,6 +23,7 @@ from turnmemory.providers._build import (
     TurnFormat,
     turn_request,
 )
+from turnmemory.providers._images import MEDIA_TYPES, Image, claude_tokens, with_parts
 from turnmemory.providers._read import Piece, as_text, call_names
 from turnmemory.providers._render import (
     PLACEHOLDER_DESCRIPTION,
@@ -36,9 +37,12 @@ from turnmemory.providers._tools import NO_OUTPUT, Call, ToolResult, plain
 from turnmemory.replay import HistoricalCall
 
 __all__ = [
+    "IMAGE_TYPES",
     "ITEMS",
+    "MAX_IMAGE_BYTES",
     "TURNS",
     "Formatter",
+    "image_tokens",
     "pieces",
     "placeholder_tool",
     "placeholder_tools",
@@ -46,6 +50,7 @@ __all__ = [
     "replayed_tool_names",
     "to_request",
     "tool_results",
+    "with_images",
 ]
 
 
@@ -188,3 +193,32 @@ def _result_block(call: Call, result: ToolResult) -> Block:
         content = [{"text": text or NO_OUTPUT}]
     status = "error" if result.error is not None else "success"
     return {"toolResult": {"toolUseId": call.id, "content": content, "status": status}}
+
+
+# -- images --------------------------------------------------------------------------------------------
+
+IMAGE_TYPES: tuple[str, ...] = MEDIA_TYPES
+"""The media types of the images this wire takes."""
+
+MAX_IMAGE_BYTES = 3_932_160
+"""The largest image this wire takes: 3.75 MB per image."""
+
+image_tokens = claude_tokens
+"""The input tokens one image costs on this wire."""
+
+
+def with_images(message: Item, images: Sequence[Image]) -> Item:
+    """A copy of the user ``message`` with ``images`` before its text (after any results it opens with),
+    where a cache marker on the text covers them too: each an ``image`` block with ``format`` and
+    ``source.bytes`` (botocore's ``ImageBlock``: png, jpeg, gif, webp), base64 as in the JSON body; the
+    SDK half hands boto3 the bytes;
+    https://docs.aws.amazon.com/bedrock/latest/APIReference/API_runtime_ImageBlock.html."""
+    return with_parts(
+        message,
+        "content",
+        _text,
+        (
+            {"image": {"format": image.media_type.removeprefix("image/"), "source": {"bytes": image.base64}}}
+            for image in images
+        ),
+    )

@@ -27,6 +27,7 @@ from turnmemory.providers._build import (
     TurnFormat,
     turn_request,
 )
+from turnmemory.providers._images import Image, gemini_tokens, with_parts
 from turnmemory.providers._read import Piece, PieceKind, call_names
 from turnmemory.providers._render import (
     PLACEHOLDER_DESCRIPTION,
@@ -40,11 +41,14 @@ from turnmemory.providers._tools import Call, ToolResult, object_result, parse_o
 from turnmemory.replay import HistoricalCall
 
 __all__ = [
+    "IMAGE_TYPES",
     "ITEMS",
+    "MAX_IMAGE_BYTES",
     "SKIP_THOUGHT_SIGNATURE",
     "TURNS",
     "Formatter",
     "either_case",
+    "image_tokens",
     "pieces",
     "placeholder_tool",
     "placeholder_tools",
@@ -52,6 +56,7 @@ __all__ = [
     "replayed_tool_names",
     "to_request",
     "tool_results",
+    "with_images",
 ]
 
 SKIP_THOUGHT_SIGNATURE = base64.b64encode(b"skip_thought_signature_validator").decode("ascii")
@@ -214,3 +219,28 @@ def _response(result: ToolResult) -> Item:
     if isinstance(result.output, dict):
         return result.output
     return {"output": result.output}
+
+
+# -- images --------------------------------------------------------------------------------------------
+
+IMAGE_TYPES: tuple[str, ...] = ("image/png", "image/jpeg", "image/webp")
+"""The media types of the images this wire takes."""
+
+MAX_IMAGE_BYTES = 15_000_000
+"""The largest image this wire takes: a request of at most 20 MB, base64 included, so 15 MB decoded."""
+
+image_tokens = gemini_tokens
+"""The input tokens one image costs on this wire."""
+
+
+def with_images(message: Item, images: Sequence[Image]) -> Item:
+    """A copy of the user ``message`` with ``images`` before its text (after any results it opens with),
+    where a cache marker on the text covers them too: each an ``inline_data`` part
+    (``google.genai.types.Blob``: the SDK reads base64 into its bytes; png, jpeg, webp, heic, heif, no
+    gif); https://ai.google.dev/gemini-api/docs/image-understanding."""
+    return with_parts(
+        message,
+        "parts",
+        _text,
+        ({"inline_data": {"mime_type": image.media_type, "data": image.base64}} for image in images),
+    )

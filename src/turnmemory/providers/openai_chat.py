@@ -26,9 +26,11 @@ from turnmemory.providers._build import (
     item_request,
 )
 from turnmemory.providers._families import Family, family
+from turnmemory.providers._images import MEDIA_TYPES, Image, openai_tokens, with_parts
 from turnmemory.providers._read import Piece, as_string, as_text, call_names, prose_text
 from turnmemory.providers._render import (
     PLACEHOLDER_DESCRIPTION,
+    Block,
     Item,
     Options,
     cached_json,
@@ -43,13 +45,16 @@ from turnmemory.providers._tools import Call, ToolResult, is_error_text, parse_a
 from turnmemory.replay import ArgumentPolicy, HistoricalCall, IdStyle
 
 __all__ = [
+    "IMAGE_TYPES",
     "ITEMS",
     "MAX_ID",
+    "MAX_IMAGE_BYTES",
     "REASONING_KEYS",
     "TURNS",
     "Family",
     "Formatter",
     "family",
+    "image_tokens",
     "mark_cache",
     "pieces",
     "placeholder_tool",
@@ -58,6 +63,7 @@ __all__ = [
     "replayed_tool_names",
     "to_request",
     "tool_results",
+    "with_images",
 ]
 
 MAX_ID = 40
@@ -301,3 +307,32 @@ def mark_cache(item: Item) -> Item | None:
     parts = text_parts(item.get("content"), "text")
     marked = marked_last(parts) if parts is not None else None
     return None if marked is None else {**item, "content": marked}
+
+
+# -- images --------------------------------------------------------------------------------------------
+
+IMAGE_TYPES: tuple[str, ...] = MEDIA_TYPES
+"""The media types of the images this wire takes."""
+
+MAX_IMAGE_BYTES = 20_000_000
+"""The largest image this wire takes: 20 MB per image (50 MB per request)."""
+
+image_tokens = openai_tokens
+"""The input tokens one image costs on this wire."""
+
+
+def _text_part(text: str) -> Block:
+    return {"type": "text", "text": text}
+
+
+def with_images(message: Item, images: Sequence[Image]) -> Item:
+    """A copy of the user ``message`` with ``images`` before its text (after any results it opens with),
+    where a cache marker on the text covers them too: each an ``image_url`` content part holding a
+    ``data:`` URL (``openai.types.chat.ChatCompletionContentPartImageParam``);
+    https://platform.openai.com/docs/guides/images-vision."""
+    return with_parts(
+        message,
+        "content",
+        _text_part,
+        ({"type": "image_url", "image_url": {"url": image.data_url}} for image in images),
+    )

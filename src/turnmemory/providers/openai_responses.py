@@ -21,9 +21,11 @@ from turnmemory.providers._build import (
     StandardWire,
     item_request,
 )
+from turnmemory.providers._images import MEDIA_TYPES, Image, openai_tokens, with_parts
 from turnmemory.providers._read import Piece, as_string, as_text, call_names, prose_text
 from turnmemory.providers._render import (
     PLACEHOLDER_DESCRIPTION,
+    Block,
     Item,
     Options,
     cached_json,
@@ -37,10 +39,13 @@ from turnmemory.providers._render import (
 from turnmemory.providers._tools import Call, ToolResult, is_error_text, parse_arguments, result_text
 
 __all__ = [
+    "IMAGE_TYPES",
     "ITEMS",
     "MAX_CALL_ID",
+    "MAX_IMAGE_BYTES",
     "TURNS",
     "Formatter",
+    "image_tokens",
     "mark_cache",
     "pieces",
     "placeholder_tool",
@@ -49,6 +54,7 @@ __all__ = [
     "replayed_tool_names",
     "to_request",
     "tool_results",
+    "with_images",
 ]
 
 MAX_CALL_ID = 64
@@ -217,3 +223,32 @@ def mark_cache(item: Item) -> Item | None:
     parts = text_parts(item.get("content"), "input_text")
     marked = marked_last(parts) if parts is not None else None
     return None if marked is None else {**item, "content": marked}
+
+
+# -- images --------------------------------------------------------------------------------------------
+
+IMAGE_TYPES: tuple[str, ...] = MEDIA_TYPES
+"""The media types of the images this wire takes."""
+
+MAX_IMAGE_BYTES = 20_000_000
+"""The largest image this wire takes: 20 MB per image (50 MB per request)."""
+
+image_tokens = openai_tokens
+"""The input tokens one image costs on this wire."""
+
+
+def _text_part(text: str) -> Block:
+    return {"type": "input_text", "text": text}
+
+
+def with_images(message: Item, images: Sequence[Image]) -> Item:
+    """A copy of the user ``message`` with ``images`` before its text (after any results it opens with),
+    where a cache marker on the text covers them too: each an ``input_image`` part holding a ``data:``
+    URL, ``detail`` ``auto`` (``openai.types.responses.ResponseInputImageParam``);
+    https://platform.openai.com/docs/guides/images-vision."""
+    return with_parts(
+        message,
+        "content",
+        _text_part,
+        ({"type": "input_image", "image_url": image.data_url, "detail": "auto"} for image in images),
+    )

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from turnmemory._text import compact_json
 from turnmemory.providers import PROVIDERS
 
 __all__ = ["JOURNAL_BYTES", "Journal", "JournalDamaged", "JournalEntry"]
@@ -231,7 +232,7 @@ def _common_prefix(old: list[Any], new: list[Any]) -> int:
 
 
 def _dumps(value: Any) -> bytes:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode()
+    return compact_json(value).encode()
 
 
 def _folded(raw: bytes) -> Any:

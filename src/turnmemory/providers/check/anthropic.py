@@ -1,4 +1,4 @@
-"""The rules of an Anthropic Messages request: roles, pairing, ids, names, blank text, declared tools,
+"""The rules of an Anthropic Messages request: roles, pairing, ids, names, blank text, images, declared tools,
 cache breakpoints (four at most, none on thinking; and, against the previous request, one within the
 20 blocks after the deepest breakpoint it still shares, or it reads none of what that one wrote)."""
 
@@ -8,10 +8,13 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from turnmemory.providers._images import image_problems
 from turnmemory.providers._render import is_blank, missing_names
 from turnmemory.providers.anthropic import (
+    IMAGE_TYPES,
     LOOKBACK,
     MAX_BREAKPOINTS,
+    MAX_IMAGE_BYTES,
     block_positions,
     blocks,
     replayed_tool_names,
@@ -167,8 +170,21 @@ def _message_problems(where: str, role: object, message: Mapping[str, Any], out:
             if "content" in block and not isinstance(block["content"], str | list):
                 out.append(f"{at}: tool_result content must be a string or a list of blocks")
             results.append((at, str(block.get("tool_use_id"))))
+        elif kind == "image":
+            out.extend(_image_problems(at, block.get("source")))
         leading = leading and kind == "tool_result"
     return ToolIds(tuple(calls), tuple(results))
+
+
+def _image_problems(where: str, source: object) -> list[str]:
+    """An image block's ``source``: base64 of a media type the API takes, within its size (or a URL)."""
+    if not isinstance(source, Mapping) or source.get("type") not in ("base64", "url"):
+        return [f"{where}.source: expected a base64 or url source"]
+    if source["type"] == "url":
+        return [] if isinstance(source.get("url"), str) else [f"{where}.source: url must be a string"]
+    return image_problems(
+        f"{where}.source", source.get("media_type"), source.get("data"), IMAGE_TYPES, MAX_IMAGE_BYTES
+    )
 
 
 def _final_problems(messages: list[Any]) -> list[str]:

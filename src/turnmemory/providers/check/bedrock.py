@@ -1,4 +1,4 @@
-"""The rules of a Converse request: alternation, pairing, ids, blank text, the tool configuration."""
+"""The rules of a Converse request: alternation, pairing, ids, blank text, images, the tool configuration."""
 
 from __future__ import annotations
 
@@ -6,8 +6,9 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from turnmemory.providers._images import image_problems
 from turnmemory.providers._render import is_blank, missing_names
-from turnmemory.providers.bedrock import replayed_tool_names
+from turnmemory.providers.bedrock import IMAGE_TYPES, MAX_IMAGE_BYTES, replayed_tool_names
 from turnmemory.providers.check._rules import ToolIds, adjacent_pairing, duplicates, json_object, turn_ids
 
 __all__ = ["problems"]
@@ -47,6 +48,18 @@ def _non_blank(text: object) -> bool:
     return isinstance(text, str) and not is_blank(text)
 
 
+def _image_problems(where: str, image: object) -> list[str]:
+    """An image block: a ``format`` Converse takes and base64 ``source.bytes`` of that format (the JSON
+    body as boto3 sends it), within its size; an S3 source is not checked."""
+    if not isinstance(image, Mapping) or not isinstance(image.get("source"), Mapping):
+        return [f"{where}: expected an object with format and source"]
+    source = image["source"]
+    if "s3Location" in source:
+        return []
+    kind = f"image/{image.get('format')}"
+    return image_problems(where, kind, source.get("bytes"), IMAGE_TYPES, MAX_IMAGE_BYTES)
+
+
 def _message_problems(where: str, role: object, message: Mapping[str, Any], out: list[str]) -> ToolIds:
     content = message.get("content")
     if not isinstance(content, list) or not content:
@@ -61,6 +74,8 @@ def _message_problems(where: str, role: object, message: Mapping[str, Any], out:
             continue
         if "text" in block and not _non_blank(block["text"]):
             out.append(f"{at}: the text field is blank")
+        if "image" in block:
+            out.extend(_image_problems(f"{at}.image", block["image"]))
         if "toolUse" in block:
             use = block["toolUse"]
             if role != "assistant":

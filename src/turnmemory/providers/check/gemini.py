@@ -1,13 +1,15 @@
-"""The rules of a generateContent request: alternation, and responses matching the calls in order."""
+"""The rules of a generateContent request: alternation, responses matching the calls in order, and
+``inline_data`` images of a type and size the API takes."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
 
+from turnmemory.providers._images import image_problems
 from turnmemory.providers._render import list_at
 from turnmemory.providers.check._rules import json_object, role_problems
-from turnmemory.providers.gemini import either_case
+from turnmemory.providers.gemini import IMAGE_TYPES, MAX_IMAGE_BYTES, either_case
 
 __all__ = ["problems"]
 
@@ -62,6 +64,15 @@ def _text_problems(where: str, content: Mapping[str, Any]) -> list[str]:
     ]
 
 
+def _blob_problems(where: str, blob: object) -> list[str]:
+    if not isinstance(blob, Mapping):
+        return [f"{where}: expected an object"]
+    kind = either_case(blob, "mime_type", "mimeType")
+    if not isinstance(kind, str) or not kind.startswith("image/"):
+        return []  # audio, video, documents: not what this package sends
+    return image_problems(where, kind, blob.get("data"), IMAGE_TYPES, MAX_IMAGE_BYTES, urlsafe=True)
+
+
 def _part_problems(
     where: str, role: object, content: Mapping[str, Any], out: list[str]
 ) -> tuple[list[tuple[str, Mapping[str, Any]]], list[tuple[str, Mapping[str, Any]]]]:
@@ -79,6 +90,9 @@ def _part_problems(
             continue
         call = either_case(part, "function_call", "functionCall")
         response = either_case(part, "function_response", "functionResponse")
+        blob = either_case(part, "inline_data", "inlineData")
+        if blob is not None:
+            out.extend(_blob_problems(f"{at}.inline_data", blob))
         if call is not None:
             if role != "model":
                 out.append(f"{at}: function_call outside a model content")

@@ -1,12 +1,14 @@
-"""The rules of a Chat Completions request: every ``tool_calls`` entry answered by one ``tool`` message."""
+"""The rules of a Chat Completions request: every ``tool_calls`` entry answered by one ``tool`` message;
+image parts of user messages as data URLs of a type and size the API takes."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
 
+from turnmemory.providers._images import data_url_problems
 from turnmemory.providers.check._rules import answer_problem, duplicates, is_json_text
-from turnmemory.providers.openai_chat import MAX_ID
+from turnmemory.providers.openai_chat import IMAGE_TYPES, MAX_ID, MAX_IMAGE_BYTES
 
 __all__ = ["problems"]
 
@@ -52,8 +54,22 @@ def problems(body: Mapping[str, Any], *, require_tools: bool | None = None) -> l
             open_calls = {call_id: at for at, call_id in calls}
         elif not isinstance(message.get("content"), str | list):
             out.append(f"{where}: {role} message content must be a string or a list of parts")
+        elif role == "user" and isinstance(message["content"], list):
+            out.extend(_image_problems(where, message["content"]))
     out.extend(f"{at}: tool_call {call_id!r} has no tool message" for call_id, at in open_calls.items())
     out.extend(duplicates(ids, "tool_call"))
+    return out
+
+
+def _image_problems(where: str, parts: list[Any]) -> list[str]:
+    out: list[str] = []
+    for j, part in enumerate(parts):
+        if isinstance(part, Mapping) and part.get("type") == "image_url":
+            image = part.get("image_url")
+            url = image.get("url") if isinstance(image, Mapping) else None
+            out.extend(
+                data_url_problems(f"{where}.content[{j}].image_url", url, IMAGE_TYPES, MAX_IMAGE_BYTES)
+            )
     return out
 
 

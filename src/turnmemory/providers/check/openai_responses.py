@@ -1,14 +1,28 @@
-"""The rules of a Responses request: every ``function_call`` answered by one later output."""
+"""The rules of a Responses request: every ``function_call`` answered by one later output; ``input_image``
+parts as data URLs of a type and size the API takes, with a ``detail``."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
 
+from turnmemory.providers._images import data_url_problems
 from turnmemory.providers.check._rules import answer_problem, duplicates, is_json_text
-from turnmemory.providers.openai_responses import MAX_CALL_ID
+from turnmemory.providers.openai_responses import IMAGE_TYPES, MAX_CALL_ID, MAX_IMAGE_BYTES
 
 __all__ = ["problems"]
+
+
+def _image_problems(where: str, parts: list[Any]) -> list[str]:
+    out: list[str] = []
+    for j, part in enumerate(parts):
+        if isinstance(part, Mapping) and part.get("type") == "input_image":
+            at = f"{where}.content[{j}]"
+            if part.get("detail") not in ("low", "high", "auto", "original"):
+                out.append(f"{at}: detail must be low, high, auto or original")
+            if "file_id" not in part:
+                out.extend(data_url_problems(at, part.get("image_url"), IMAGE_TYPES, MAX_IMAGE_BYTES))
+    return out
 
 
 def problems(body: Mapping[str, Any], *, require_tools: bool | None = None) -> list[str]:
@@ -52,6 +66,8 @@ def problems(body: Mapping[str, Any], *, require_tools: bool | None = None) -> l
                 out.append(f"{where}: unknown role {item.get('role')!r}")
             if not isinstance(item.get("content"), str | list):
                 out.append(f"{where}: message content must be a string or a list of content items")
+            elif isinstance(item["content"], list):
+                out.extend(_image_problems(where, item["content"]))
         elif kind is None:
             out.append(f"{where}: item has neither type nor role")
     out.extend(
