@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.agent._support import PROVIDERS, Run
+from tests.agent._support import PROVIDERS, Run, leaked_into
 
 from turnmemory.providers import wire
 from turnmemory.testing import FakeProviderServer, Reply, ToolCall
@@ -20,6 +20,8 @@ from turnmemory.testing import FakeProviderServer, Reply, ToolCall
 WINDOW = 60_000
 RESERVE = 4096
 FILES = 40
+OVERSIZED = "OVERSIZED-ARGUMENT-5d1e"
+"""Repeated into arguments past their size limit: nothing of them may be kept anywhere."""
 """Distinct files the turn reads in a cycle, 2 to 4 KB each."""
 
 MODELS = {
@@ -98,13 +100,13 @@ def test_the_round_limit_is_a_setting_and_reaching_it_says_which(
 
 @pytest.mark.parametrize("provider", PROVIDERS)
 def test_calls_past_the_cap_of_a_response_and_oversized_arguments_do_not_run(
-    provider: str, server: FakeProviderServer, cli: Run, tmp_path: Path, workspace: Path
+    provider: str, server: FakeProviderServer, cli: Run, tmp_path: Path, workspace: Path, data_dir: Path
 ) -> None:
     configure(tmp_path, server, provider, "max_calls_per_response = 4\nmax_argument_bytes = 10000\n")
     flood = [ToolCall("write_file", {"path": f"w{k}.txt", "content": "x"}) for k in range(40)]
-    huge = ToolCall("write_file", {"path": "huge.txt", "content": "y" * 50_000})
+    huge = ToolCall("write_file", {"path": "huge.txt", "content": OVERSIZED * 2_000})
     server.push(Reply(tool_calls=flood), Reply(tool_calls=[huge]), Reply(text="Stopped."))
-    cli("run", "--allow", "write", "Write the files.")
+    done = cli("run", "--allow", "write", "Write the files.")
 
     written = sorted(path.name for path in workspace.iterdir())
     assert written == ["w0.txt", "w1.txt", "w2.txt", "w3.txt"]
@@ -113,9 +115,12 @@ def test_calls_past_the_cap_of_a_response_and_oversized_arguments_do_not_run(
     refused = "one response may make at most 4 tool calls and this one made 40; make fewer calls per response"
     assert all(refused in text for text in second[4:]) and not any(refused in text for text in second[:4])
     third = pairs(provider, server.requests[2].body)[-1][1]
-    size = len(json.dumps(huge.arguments, separators=(",", ":")))
+    # The size as the model sent the arguments: the JSON text streamed (Gemini sends an object).
+    size = len(json.dumps(huge.arguments, **({"separators": (",", ":")} if provider == "gemini" else {})))
     assert (
         f"not run: the arguments of write_file are {size} bytes, more than the 10000 one call may carry"
         in third
     )
     assert not (workspace / "huge.txt").exists()
+    # None of the refused arguments is kept: not in the next request, the session database or the output.
+    assert leaked_into(OVERSIZED, server, data_dir, done.stdout, done.stderr) == []

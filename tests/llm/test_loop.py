@@ -119,7 +119,12 @@ class ScriptedWire:
         return pending
 
     def stream(
-        self, request: Mapping[str, Any], tools: Sequence[ToolSpec], turn_start: int
+        self,
+        request: Mapping[str, Any],
+        tools: Sequence[ToolSpec],
+        turn_start: int,
+        *,
+        max_argument_bytes: int,
     ) -> Generator[Event | Completion, None, None]:
         self.requests.append(copy.deepcopy(dict(request)))
         step = self.steps.pop(0) if self.steps else Step(text="end")

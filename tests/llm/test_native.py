@@ -9,9 +9,10 @@ from __future__ import annotations
 from typing import Any
 
 from turnmemory.llm import Event
+from turnmemory.llm._stream import Arguments
 from turnmemory.llm.anthropic import _param
 from turnmemory.llm.bedrock import _delta, _finish
-from turnmemory.llm.gemini import _append
+from turnmemory.llm.gemini import _merged
 
 
 def test_anthropic_blocks_keep_thinking_and_redacted_thinking() -> None:
@@ -37,19 +38,19 @@ def test_anthropic_blocks_keep_thinking_and_redacted_thinking() -> None:
 
 
 def test_gemini_parts_join_plain_chunks_but_never_a_signed_part() -> None:
-    parts: list[dict[str, Any]] = []
-    for part in (
-        {"text": "Think", "thought": True},
-        {"text": "ing.", "thought": True},
-        {"text": "Let "},
-        {"text": "me."},
-        {"text": "", "thought_signature": "c2ln"},
-        {"text": " More."},
-        {"function_call": {"name": "f", "args": {}}, "thought_signature": "c2lnMg=="},
-        {"text": ""},
-        {},
-    ):
-        _append(parts, dict(part))
+    parts = _merged(
+        [
+            {"text": "Think", "thought": True},
+            {"text": "ing.", "thought": True},
+            {"text": "Let "},
+            {"text": "me."},
+            {"text": "", "thought_signature": "c2ln"},
+            {"text": " More."},
+            {"function_call": {"name": "f", "args": {}}, "thought_signature": "c2lnMg=="},
+            {"text": ""},
+            {},
+        ]
+    )
     assert parts == [
         {"text": "Thinking.", "thought": True},
         {"text": "Let me."},
@@ -61,8 +62,8 @@ def test_gemini_parts_join_plain_chunks_but_never_a_signed_part() -> None:
 
 def test_bedrock_blocks_keep_reasoning_signatures_and_redacted_reasoning() -> None:
     blocks: dict[int, dict[str, Any]] = {}
-    inputs: dict[int, list[str]] = {}
-    deltas = [
+    inputs: dict[int, Arguments] = {}
+    deltas: list[tuple[int, dict[str, Any]]] = [
         (0, {"reasoningContent": {"text": "Hmm"}}),
         (0, {"reasoningContent": {"text": "."}}),
         (0, {"reasoningContent": {"signature": "sig"}}),
@@ -73,9 +74,9 @@ def test_bedrock_blocks_keep_reasoning_signatures_and_redacted_reasoning() -> No
     events: list[Event] = []
     blocks[3] = {"toolUse": {"toolUseId": "t1", "name": "probe"}}
     for index, delta in deltas:
-        events.extend(_delta(blocks, inputs, index, delta))
+        events.extend(_delta(blocks, inputs, index, delta, 1000))
     for piece in ('{"n"', ": 1}"):
-        events.extend(_delta(blocks, inputs, 3, {"toolUse": {"input": piece}}))
+        events.extend(_delta(blocks, inputs, 3, {"toolUse": {"input": piece}}, 1000))
     content, calls = _finish(blocks, inputs)
     assert [(e.kind, e.text) for e in events] == [
         ("reasoning", "Hmm"),
@@ -94,7 +95,9 @@ def test_bedrock_blocks_keep_reasoning_signatures_and_redacted_reasoning() -> No
 
 def test_bedrock_unparsable_tool_input_replays_as_an_empty_object() -> None:
     blocks: dict[int, dict[str, Any]] = {0: {"toolUse": {"toolUseId": "t1", "name": "probe"}}}
-    content, calls = _finish(blocks, {0: ['{"n": ']})
+    streamed = Arguments(1000)
+    streamed.add('{"n": ')
+    content, calls = _finish(blocks, {0: streamed})
     assert content == [{"toolUse": {"toolUseId": "t1", "name": "probe", "input": {}}}]
     assert calls[0].arguments is None and calls[0].raw_arguments == '{"n": '
 

@@ -3,16 +3,24 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
-from turnmemory.llm._retry import RequestFailure, connection_failure, error_fields, http_failure
+from turnmemory.llm._retry import (
+    MalformedError,
+    RequestFailure,
+    connection_failure,
+    error_fields,
+    http_failure,
+)
 from turnmemory.llm._sdk import Endpoint, sdk_options
+from turnmemory.llm._stream import sse_events
 from turnmemory.llm._tools import ToolSpec
 from turnmemory.providers._render import Item
 
 __all__ = [
     "function_tool",
+    "openai_chunks",
     "openai_client",
     "openai_count",
     "openai_failure",
@@ -30,6 +38,29 @@ def openai_client(endpoint: Endpoint) -> Any:
     if endpoint.client is not None:
         return endpoint.client.with_options(max_retries=0)
     return openai.OpenAI(**sdk_options(endpoint))
+
+
+def openai_chunks(resource: Any, kwargs: Mapping[str, Any]) -> Iterator[dict[str, Any]]:
+    """The JSON events of ``resource.create(**kwargs, stream=True)`` (Chat Completions or Responses),
+    read raw from the SDK's streaming response: each decoded once, as plain objects. An event that
+    carries an ``error`` raises ``openai.APIError``, as the SDK's own stream does."""
+    import openai
+
+    with resource.with_streaming_response.create(**kwargs) as response:
+        for _, data in sse_events(response.iter_bytes()):
+            if data == "[DONE]":
+                break
+            if not isinstance(data, dict):
+                raise MalformedError("a stream event that is not a JSON object")
+            error = data.get("error")
+            if error:
+                message = error.get("message") if isinstance(error, Mapping) else None
+                raise openai.APIError(
+                    message if isinstance(message, str) and message else "An error occurred during streaming",
+                    response.http_response.request,
+                    body=error,
+                )
+            yield data
 
 
 def openai_failure(error: Exception) -> RequestFailure | None:
@@ -50,10 +81,10 @@ def openai_failure(error: Exception) -> RequestFailure | None:
     return None
 
 
-def openai_count(details: Any, name: str) -> int:
+def openai_count(details: object, name: str) -> int:
     """A token count of a usage details object (``cached_tokens``, ``cache_write_tokens``): 0 when the
     server leaves it out, or sends something that is not a count."""
-    value = getattr(details, name, None)
+    value = details.get(name) if isinstance(details, Mapping) else None
     return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
 
 

@@ -115,11 +115,19 @@ class Sdk(Protocol):
         return pending
 
     def stream(
-        self, request: Mapping[str, Any], tools: Sequence[ToolSpec], turn_start: int
+        self,
+        request: Mapping[str, Any],
+        tools: Sequence[ToolSpec],
+        turn_start: int,
+        *,
+        max_argument_bytes: int,
     ) -> Generator[Event | Completion, None, None]:
         """Send ``request``; yield text and reasoning events as they stream, then one ``Completion``.
 
         ``turn_start`` is the index in ``request[wire.ITEMS]`` where this turn's own items begin.
+        Arguments longer than ``max_argument_bytes`` are counted, not kept: their call carries only
+        their size (``Call.dropped_bytes``) and the response's items an empty object in their place,
+        so memory stays bounded and none of their text reaches a later request.
         Raises the SDK's error (or :class:`StreamInterrupted`) when the request fails.
         """
 

@@ -310,7 +310,8 @@ class Turn:
     ) -> Generator[Event, None, Completion | None]:
         """Stream one attempt; its ``Completion``, or ``None`` when the deadline passed meanwhile."""
         completion: Completion | None = None
-        with closing(self._sdk.stream(request, tools, turn_start)) as stream:
+        cap = self._limits.max_argument_bytes
+        with closing(self._sdk.stream(request, tools, turn_start, max_argument_bytes=cap)) as stream:
             for item in stream:
                 if self._expired():
                     return None
@@ -363,7 +364,10 @@ class Turn:
 
 
 def _argument_bytes(call: Call) -> int:
-    """The UTF-8 size of a call's arguments as the model sent them (compact JSON)."""
+    """The UTF-8 size of a call's arguments: as streamed when they were too large to keep, otherwise
+    their compact JSON (or the text the model sent when it is not an object)."""
+    if call.dropped_bytes:
+        return call.dropped_bytes
     text = compact_json(call.arguments) if call.arguments is not None else call.raw_arguments
     return len(text.encode("utf-8"))
 

@@ -14,10 +14,11 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Generator, Mapping, Sequence
-from typing import Any
+from typing import Any, Literal
 
 from turnmemory.llm._retry import RequestFailure, connection_failure, error_fields, http_failure
 from turnmemory.llm._sdk import Completion, Endpoint, Sdk, Settings, StreamInterrupted, sdk_options
+from turnmemory.llm._stream import Arguments, StreamError, sse_events
 from turnmemory.llm._tools import ToolSpec
 from turnmemory.llm.events import Event, Reason, Usage
 from turnmemory.providers import anthropic
@@ -28,6 +29,12 @@ __all__ = ["AnthropicSdk"]
 
 DEFAULT_MAX_TOKENS = 8192
 _EPHEMERAL = {"type": "ephemeral"}
+_TRACKS_INPUT = ("tool_use", "server_tool_use")
+_STREAMED: Mapping[tuple[object, object], tuple[str, Literal["text", "reasoning"]]] = {
+    ("text", "text_delta"): ("text", "text"),
+    ("thinking", "thinking_delta"): ("thinking", "reasoning"),
+}
+"""(block type, delta type) → (the delta's text key, the event it streams as)."""
 
 
 def _text(text: str) -> Item:
@@ -41,7 +48,7 @@ _STOPS: Mapping[str | None, Reason] = {
 
 
 class AnthropicSdk(Sdk):
-    """The Messages API through the official SDK (``messages.stream``)."""
+    """The Messages API through the official SDK (a streamed ``messages.create``, its raw events)."""
 
     wire = anthropic
 
@@ -72,45 +79,37 @@ class AnthropicSdk(Sdk):
         """The messages of the last request (without markers) and its breakpoints' block positions."""
 
     def stream(
-        self, request: Mapping[str, Any], tools: Sequence[ToolSpec], turn_start: int
+        self,
+        request: Mapping[str, Any],
+        tools: Sequence[ToolSpec],
+        turn_start: int,
+        *,
+        max_argument_bytes: int,
     ) -> Generator[Event | Completion, None, None]:
-        kwargs = self._kwargs(request, tools, turn_start)
-        stopped = False
-        with self._client.messages.stream(**kwargs) as stream:
-            for event in stream:
-                if event.type == "text" and event.text:
-                    yield Event("text", text=event.text)
-                elif event.type == "thinking" and event.thinking:
-                    yield Event("reasoning", text=event.thinking)
-                elif event.type == "message_stop":
-                    stopped = True
-            message = stream.current_message_snapshot if stopped else None
-        if message is None:
+        message = _Message(max_argument_bytes)
+        with self._client.messages.with_streaming_response.create(
+            **self._kwargs(request, tools, turn_start), stream=True
+        ) as response:
+            for name, event in sse_events(response.iter_bytes()):
+                if name == "error":
+                    raise StreamError(event)
+                if name and name != "ping" and isinstance(event, dict):
+                    yield from message.add(event)
+        if not message.stopped:
             raise StreamInterrupted("the response stream ended before message_stop")
-        blocks = [
-            block for block in (_param(block.to_dict()) for block in message.content) if block is not None
-        ]
-        calls = tuple(
-            Call(
-                id=block["id"],
-                name=block["name"],
-                arguments=block["input"] if isinstance(block["input"], dict) else None,
-            )
-            for block in blocks
-            if block["type"] == "tool_use"
-        )
+        blocks, calls = message.blocks()
         usage = message.usage
-        cache_read = usage.cache_read_input_tokens or 0
-        total_input = usage.input_tokens + cache_read + (usage.cache_creation_input_tokens or 0)
+        cache_read = usage.get("cache_read_input_tokens") or 0
+        cache_write = usage.get("cache_creation_input_tokens") or 0
         yield Completion(
             items=({"role": "assistant", "content": blocks},) if blocks else (),
             calls=calls,
             text="".join(block["text"] for block in blocks if block["type"] == "text"),
             usage=Usage(
-                input_tokens=total_input,
-                output_tokens=usage.output_tokens,
+                input_tokens=(usage.get("input_tokens") or 0) + cache_read + cache_write,
+                output_tokens=usage.get("output_tokens") or 0,
                 cached_tokens=cache_read,
-                cache_write_tokens=usage.cache_creation_input_tokens or 0,
+                cache_write_tokens=cache_write,
             ),
             stop=_STOPS.get(message.stop_reason, "stop"),
         )
@@ -119,6 +118,9 @@ class AnthropicSdk(Sdk):
         sdk = self._sdk
         if isinstance(error, self._connection_errors):
             return connection_failure(error)
+        if isinstance(error, StreamError):
+            message, kind = error_fields(error.body)
+            return http_failure(None, message, kind=kind)
         if isinstance(error, sdk.APIStatusError):
             message, kind = error_fields(error.body)
             return http_failure(error.status_code, message, kind=kind, headers=error.response.headers)
@@ -197,6 +199,92 @@ def _definition(spec: ToolSpec) -> Item:
     if spec.description:
         definition["description"] = spec.description
     return definition
+
+
+class _Message:
+    """One streamed message as its raw events build it: blocks in order, usage, stop reason."""
+
+    def __init__(self, cap: int) -> None:
+        self._cap = cap
+        self._blocks: dict[int, Item] = {}
+        self._pieces: dict[int, list[str]] = {}
+        self._arguments: dict[int, Arguments] = {}
+        self.usage: dict[str, Any] = {}
+        self.stop_reason: str | None = None
+        self.stopped = False
+
+    def add(self, event: Mapping[str, Any]) -> Generator[Event, None, None]:
+        """Fold one event in; yield the text or reasoning it streams."""
+        kind = event.get("type")
+        if kind == "message_start":
+            self.usage = dict(event["message"].get("usage") or {})
+        elif kind == "content_block_start":
+            index, block = event["index"], dict(event["content_block"])
+            self._blocks[index] = block
+            if block.get("type") in _TRACKS_INPUT:
+                self._arguments[index] = Arguments(self._cap)
+            self._pieces[index] = [block.get("text") or block.get("thinking") or ""]
+        elif kind == "content_block_delta":
+            index, delta = event["index"], event["delta"]
+            block = self._blocks[index]
+            streamed = _STREAMED.get((block.get("type"), delta.get("type")))
+            if streamed is not None:
+                piece = delta.get(streamed[0])
+                if isinstance(piece, str) and piece:
+                    self._pieces[index].append(piece)
+                    yield Event(streamed[1], text=piece)
+            elif delta.get("type") == "input_json_delta" and index in self._arguments:
+                self._arguments[index].add(delta.get("partial_json") or "")
+            elif delta.get("type") == "signature_delta" and block.get("type") == "thinking":
+                block["signature"] = delta.get("signature", "")
+        elif kind == "message_delta":
+            self.stop_reason = (event.get("delta") or {}).get("stop_reason")
+            for key, value in (event.get("usage") or {}).items():
+                if value is not None:  # cumulative totals; those left out keep message_start's
+                    self.usage[key] = value
+        elif kind == "message_stop":
+            self.stopped = True
+
+    def blocks(self) -> tuple[list[Item], tuple[Call, ...]]:
+        """The message's blocks as request blocks (blank text left out) and its tool calls."""
+        blocks: list[Item] = []
+        calls: list[Call] = []
+        for index in sorted(self._blocks):
+            block = self._blocks[index]
+            if block.get("type") == "text":
+                block["text"] = "".join(self._pieces[index])
+            elif block.get("type") == "thinking":
+                block["thinking"] = "".join(self._pieces[index])
+            dropped = 0
+            if index in self._arguments:
+                arguments = self._arguments[index]
+                dropped = arguments.size if arguments.dropped else 0
+                block["input"] = {} if dropped else _input(arguments.text(), block.get("input"))
+            param = _param(block)
+            if param is None:
+                continue
+            blocks.append(param)
+            if param["type"] == "tool_use":
+                value = param["input"]
+                calls.append(
+                    Call(
+                        id=param["id"],
+                        name=param["name"],
+                        arguments=value if isinstance(value, dict) and not dropped else None,
+                        dropped_bytes=dropped,
+                    )
+                )
+        return blocks, tuple(calls)
+
+
+def _input(text: str, start: Any) -> Any:
+    """A tool block's input from its streamed JSON, read once as the SDK reads it (partial JSON
+    completed); the block's starting input when nothing streamed."""
+    if not text:
+        return start if start is not None else {}
+    from jiter import from_json
+
+    return from_json(text.encode("utf-8", "surrogatepass"), partial_mode=True)
 
 
 def _param(block: Item) -> Item | None:

@@ -15,6 +15,7 @@ from typing import Any
 
 from turnmemory.llm._retry import MalformedError, RequestFailure, connection_failure, http_failure
 from turnmemory.llm._sdk import Completion, Endpoint, Sdk, Settings, StreamInterrupted
+from turnmemory.llm._stream import Arguments
 from turnmemory.llm._tools import ToolSpec
 from turnmemory.llm.events import Event, Reason, Usage
 from turnmemory.providers import bedrock
@@ -67,10 +68,15 @@ class BedrockSdk(Sdk):
         self.settings = settings
 
     def stream(
-        self, request: Mapping[str, Any], tools: Sequence[ToolSpec], turn_start: int
+        self,
+        request: Mapping[str, Any],
+        tools: Sequence[ToolSpec],
+        turn_start: int,
+        *,
+        max_argument_bytes: int,
     ) -> Generator[Event | Completion, None, None]:
         blocks: dict[int, Item] = {}
-        inputs: dict[int, list[str]] = {}
+        inputs: dict[int, Arguments] = {}
         stop: str | None = None
         usage = Usage()
         response = self._client.converse_stream(**self._kwargs(request, tools))
@@ -86,7 +92,9 @@ class BedrockSdk(Sdk):
                         }
                 elif "contentBlockDelta" in event:
                     delta = event["contentBlockDelta"]
-                    yield from _delta(blocks, inputs, delta["contentBlockIndex"], delta["delta"])
+                    yield from _delta(
+                        blocks, inputs, delta["contentBlockIndex"], delta["delta"], max_argument_bytes
+                    )
                 elif "messageStop" in event:
                     stop = event["messageStop"].get("stopReason") or "end_turn"
                 elif "metadata" in event:
@@ -163,50 +171,66 @@ def _image_bytes(block: Item) -> Item:
 
 
 def _delta(
-    blocks: dict[int, Item], inputs: dict[int, list[str]], index: int, delta: Mapping[str, Any]
+    blocks: dict[int, Item], inputs: dict[int, Arguments], index: int, delta: Mapping[str, Any], cap: int
 ) -> Generator[Event, None, None]:
-    """Fold one content delta into its block, yielding the text or reasoning it streams."""
+    """Fold one content delta into its block, yielding the text or reasoning it streams. Text streams
+    into a list of pieces that :func:`_finish` joins once."""
     if "text" in delta:
-        block = blocks.setdefault(index, {"text": ""})
-        block["text"] += delta["text"]
+        block = blocks.setdefault(index, {"text": []})
+        block["text"].append(delta["text"])
         if delta["text"]:
             yield Event("text", text=delta["text"])
     elif "toolUse" in delta:
         if "toolUse" not in blocks.get(index, {}):
             raise MalformedError("tool input for a block that was never started")
-        inputs.setdefault(index, []).append(delta["toolUse"].get("input", ""))
+        inputs.setdefault(index, Arguments(cap)).add(delta["toolUse"].get("input", ""))
     elif "reasoningContent" in delta:
         reasoning = delta["reasoningContent"]
         block = blocks.setdefault(index, {"reasoningContent": {}})["reasoningContent"]
         if "redactedContent" in reasoning:
             block["redactedContent"] = block.get("redactedContent", b"") + reasoning["redactedContent"]
         else:
-            text = block.setdefault("reasoningText", {"text": ""})
+            text = block.setdefault("reasoningText", {"text": []})
             if "text" in reasoning:
-                text["text"] += reasoning["text"]
+                text["text"].append(reasoning["text"])
                 if reasoning["text"]:
                     yield Event("reasoning", text=reasoning["text"])
             if "signature" in reasoning:
                 text["signature"] = text.get("signature", "") + reasoning["signature"]
 
 
-def _finish(blocks: dict[int, Item], inputs: dict[int, list[str]]) -> tuple[list[Item], tuple[Call, ...]]:
-    """The assistant content in stream order (blank text left out) and its tool calls."""
+def _finish(blocks: dict[int, Item], inputs: dict[int, Arguments]) -> tuple[list[Item], tuple[Call, ...]]:
+    """The assistant content in stream order (blank text left out) and its tool calls (arguments too
+    large to keep, or not an object, as ``{}``)."""
     content: list[Item] = []
     calls: list[Call] = []
     for index in sorted(blocks):
         block = blocks[index]
         if "text" in block:
+            block["text"] = "".join(block["text"])
             if block["text"].strip():
                 content.append(block)
         elif "toolUse" in block:
-            raw = "".join(inputs.get(index, ()))
-            arguments = parse_arguments(raw)
+            streamed = inputs.get(index)
+            dropped = streamed.size if streamed is not None and streamed.dropped else 0
+            raw = streamed.text() if streamed is not None else ""
+            arguments = None if dropped else parse_arguments(raw)
             use = block["toolUse"]
             use["input"] = arguments if arguments is not None else {}
             content.append(block)
-            calls.append(Call(id=use["toolUseId"], name=use["name"], arguments=arguments, raw_arguments=raw))
+            calls.append(
+                Call(
+                    id=use["toolUseId"],
+                    name=use["name"],
+                    arguments=arguments,
+                    raw_arguments=raw,
+                    dropped_bytes=dropped,
+                )
+            )
         elif block.get("reasoningContent"):
+            text = block["reasoningContent"].get("reasoningText")
+            if text is not None:
+                text["text"] = "".join(text["text"])
             content.append(block)
     return content, tuple(calls)
 

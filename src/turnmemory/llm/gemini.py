@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Generator, Mapping, Sequence
 from typing import Any
 
+from turnmemory._text import compact_json
 from turnmemory.llm._retry import MalformedError, RequestFailure, connection_failure, http_failure
 from turnmemory.llm._sdk import Completion, Endpoint, Sdk, Settings, StreamInterrupted
 from turnmemory.llm._tools import ToolSpec
@@ -51,9 +52,14 @@ class GeminiSdk(Sdk):
         self._generated = 0
 
     def stream(
-        self, request: Mapping[str, Any], tools: Sequence[ToolSpec], turn_start: int
+        self,
+        request: Mapping[str, Any],
+        tools: Sequence[ToolSpec],
+        turn_start: int,
+        *,
+        max_argument_bytes: int,
     ) -> Generator[Event | Completion, None, None]:
-        parts: list[Item] = []
+        streamed: list[Item] = []
         finish: str | None = None
         metadata: Any = None
         chunks = self._client.models.generate_content_stream(
@@ -67,10 +73,11 @@ class GeminiSdk(Sdk):
                 for part in (candidate.content.parts if candidate.content else None) or ():
                     if part.text:
                         yield Event("reasoning" if part.thought else "text", text=part.text)
-                    _append(parts, part.model_dump(mode="json", exclude_none=True))
+                    streamed.append(part.model_dump(mode="json", exclude_none=True))
         if finish is None:
             raise StreamInterrupted("the response stream ended without a finish reason")
-        calls = tuple(self._call(part["function_call"]) for part in parts if "function_call" in part)
+        parts = _merged(streamed)
+        calls = tuple(self._call(part, max_argument_bytes) for part in parts if "function_call" in part)
         if any(not call.name for call in calls):
             raise MalformedError("a function call without a name")
         text = "".join(part["text"] for part in parts if "text" in part and not part.get("thought"))
@@ -91,13 +98,22 @@ class GeminiSdk(Sdk):
             return http_failure(error.code, error.message or "", kind=error.status, headers=headers)
         return None
 
-    def _call(self, call: Mapping[str, Any]) -> Call:
+    def _call(self, part: Item, cap: int) -> Call:
+        """The call of a ``function_call`` part; arguments larger than ``cap`` bytes (as compact JSON)
+        are dropped, from the part too."""
+        call = part["function_call"]
         native = call.get("id")
         if native is None:
             self._generated += 1
         call_id = native or f"gemini_call_{self._generated}"
-        arguments = call.get("args")
-        return Call(id=call_id, name=call.get("name", ""), arguments=dict(arguments or {}), native=native)
+        arguments = dict(call.get("args") or {})
+        size = len(compact_json(arguments).encode("utf-8", "surrogatepass"))
+        if size > cap:
+            part["function_call"] = {**call, "args": {}}
+            return Call(
+                id=call_id, name=call.get("name", ""), arguments=None, native=native, dropped_bytes=size
+            )
+        return Call(id=call_id, name=call.get("name", ""), arguments=arguments, native=native)
 
     def _config(self, request: Mapping[str, Any], tools: Sequence[ToolSpec]) -> Any:
         settings = self.settings
@@ -131,21 +147,30 @@ def _timed_client(httpx2: Any, endpoint: Endpoint) -> Any:
     return httpx2.Client(timeout=timeouts, event_hooks={"request": [set_timeouts]})
 
 
-def _append(parts: list[Item], part: Item) -> None:
-    """Add a streamed part, joining it to the previous one when both are plain text (or thought)."""
-    if not part:
-        return
-    last = parts[-1] if parts else None
-    keys = frozenset(part)
-    if (
-        last is not None
-        and keys in (_PLAIN, _THOUGHT)
-        and frozenset(last) == keys
-        and last.get("thought") == part.get("thought")
-    ):
-        last["text"] += part["text"]
-    elif part.get("text") != "" or len(part) > 1:
-        parts.append(part)
+def _merged(streamed: list[Item]) -> list[Item]:
+    """The streamed parts with each run of plain text parts (or of thought parts) joined into its first,
+    once; empty parts left out."""
+    parts: list[Item] = []
+    texts: list[list[str]] = []
+    for part in streamed:
+        if not part:
+            continue
+        last = parts[-1] if parts else None
+        keys = frozenset(part)
+        if (
+            last is not None
+            and keys in (_PLAIN, _THOUGHT)
+            and frozenset(last) == keys
+            and last.get("thought") == part.get("thought")
+        ):
+            texts[-1].append(part["text"])
+        elif part.get("text") != "" or len(part) > 1:
+            parts.append(part)
+            texts.append([part.get("text", "")])
+    for part, pieces in zip(parts, texts, strict=True):
+        if len(pieces) > 1:
+            part["text"] = "".join(pieces)
+    return parts
 
 
 def _declaration(spec: ToolSpec) -> Item:

@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Generator, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from turnmemory.llm._openai import (
     function_tool,
+    openai_chunks,
     openai_client,
     openai_count,
     openai_failure,
@@ -21,6 +23,7 @@ from turnmemory.llm._openai import (
 )
 from turnmemory.llm._retry import MalformedError, RequestFailure
 from turnmemory.llm._sdk import Completion, Endpoint, Sdk, Settings, StreamInterrupted
+from turnmemory.llm._stream import Arguments
 from turnmemory.llm._tools import ToolSpec
 from turnmemory.llm.events import Event, Reason, Usage
 from turnmemory.providers import openai_chat
@@ -56,58 +59,57 @@ class OpenAIChatSdk(Sdk):
         }
 
     def stream(
-        self, request: Mapping[str, Any], tools: Sequence[ToolSpec], turn_start: int
+        self,
+        request: Mapping[str, Any],
+        tools: Sequence[ToolSpec],
+        turn_start: int,
+        *,
+        max_argument_bytes: int,
     ) -> Generator[Event | Completion, None, None]:
         text: list[str] = []
         reasoning: dict[str, list[str]] = {}
-        calls: dict[int, dict[str, str]] = {}
+        calls: dict[int, _Call] = {}
         finish: str | None = None
         usage = Usage()
-        chunks = self._client.chat.completions.create(**self._kwargs(request, tools, turn_start))
-        with chunks:
-            for chunk in chunks:
-                if chunk.usage is not None:
-                    usage = _usage(chunk.usage)
-                for choice in chunk.choices[:1]:
-                    delta = choice.delta
-                    for key in REASONING_KEYS:
-                        piece = (delta.model_extra or {}).get(key)
-                        if isinstance(piece, str) and piece:
-                            reasoning.setdefault(key, []).append(piece)
-                            yield Event("reasoning", text=piece)
-                    if delta.content:
-                        text.append(delta.content)
-                        yield Event("text", text=delta.content)
-                    for fragment in delta.tool_calls or ():
-                        call = calls.setdefault(fragment.index, {"id": "", "name": "", "arguments": ""})
-                        call["id"] = fragment.id or call["id"]
-                        if fragment.function is not None:
-                            call["name"] += fragment.function.name or ""
-                            call["arguments"] += fragment.function.arguments or ""
-                    finish = choice.finish_reason or finish
+        for chunk in openai_chunks(self._client.chat.completions, self._kwargs(request, tools, turn_start)):
+            if chunk.get("usage") is not None:
+                usage = _usage(chunk["usage"])
+            for choice in (chunk.get("choices") or ())[:1]:
+                delta = choice.get("delta") or {}
+                for key in REASONING_KEYS:
+                    piece = delta.get(key)
+                    if isinstance(piece, str) and piece:
+                        reasoning.setdefault(key, []).append(piece)
+                        yield Event("reasoning", text=piece)
+                content = delta.get("content")
+                if isinstance(content, str) and content:
+                    text.append(content)
+                    yield Event("text", text=content)
+                for fragment in delta.get("tool_calls") or ():
+                    call = calls.get(fragment["index"])
+                    if call is None:
+                        call = calls[fragment["index"]] = _Call(Arguments(max_argument_bytes))
+                    call.id = fragment.get("id") or call.id
+                    function = fragment.get("function")
+                    if function is not None:
+                        call.name.append(function.get("name") or "")
+                        call.arguments.add(function.get("arguments") or "")
+                finish = choice.get("finish_reason") or finish
         if finish is None:
             raise StreamInterrupted("the response stream ended without a finish reason")
         content = "".join(text)
         ordered = [calls[index] for index in sorted(calls)]
-        if any(not call["name"] for call in ordered):
+        if any(not "".join(call.name) for call in ordered):
             raise MalformedError("a tool call without a name")
         message: Item = {"role": "assistant", "content": content or None}
         for key, pieces in reasoning.items():
             message[key] = "".join(pieces)
+        parsed = tuple(call.parsed(n) for n, call in enumerate(ordered))
         if ordered:
-            message["tool_calls"] = [_tool_call(call, n) for n, call in enumerate(ordered)]
-        parsed = tuple(
-            Call(
-                id=wire["id"],
-                name=wire["function"]["name"],
-                arguments=parse_arguments(call["arguments"]),
-                raw_arguments=call["arguments"],
-            )
-            for call, wire in zip(ordered, message.get("tool_calls", ()), strict=True)
-        )
+            message["tool_calls"] = [wire for wire, _ in parsed]
         yield Completion(
             items=(message,) if content or ordered else (),
-            calls=parsed,
+            calls=tuple(call for _, call in parsed),
             text=content,
             usage=usage,
             stop=_STOPS.get(finish, "stop"),
@@ -147,13 +149,28 @@ class OpenAIChatSdk(Sdk):
         return kwargs
 
 
-def _tool_call(call: Mapping[str, str], n: int) -> Item:
-    arguments = call["arguments"]
-    return {
-        "id": call["id"] or f"call_{n}",
-        "type": "function",
-        "function": {"name": call["name"], "arguments": arguments if _is_json(arguments) else "{}"},
-    }
+@dataclass(slots=True)
+class _Call:
+    """One tool call as its fragments stream: its id, name pieces and arguments."""
+
+    arguments: Arguments
+    id: str = ""
+    name: list[str] = field(default_factory=list)
+
+    def parsed(self, n: int) -> tuple[Item, Call]:
+        """The call as the assistant message carries it (arguments that are not JSON, or too large to
+        keep, as ``{}``), and as a ``Call``."""
+        name, raw = "".join(self.name), self.arguments.text()
+        wire: Item = {
+            "id": self.id or f"call_{n}",
+            "type": "function",
+            "function": {"name": name, "arguments": raw if _is_json(raw) else "{}"},
+        }
+        if self.arguments.dropped:
+            call = Call(id=wire["id"], name=name, arguments=None, dropped_bytes=self.arguments.size)
+        else:
+            call = Call(id=wire["id"], name=name, arguments=parse_arguments(raw), raw_arguments=raw)
+        return wire, call
 
 
 def _is_json(text: str) -> bool:
@@ -164,11 +181,11 @@ def _is_json(text: str) -> bool:
     return True
 
 
-def _usage(usage: Any) -> Usage:
-    details = getattr(usage, "prompt_tokens_details", None)
+def _usage(usage: Mapping[str, Any]) -> Usage:
+    details = usage.get("prompt_tokens_details")
     return Usage(
-        input_tokens=usage.prompt_tokens or 0,
-        output_tokens=usage.completion_tokens or 0,
+        input_tokens=usage.get("prompt_tokens") or 0,
+        output_tokens=usage.get("completion_tokens") or 0,
         cached_tokens=openai_count(details, "cached_tokens"),
         cache_write_tokens=openai_count(details, "cache_write_tokens"),
     )

@@ -14,6 +14,7 @@ from typing import Any
 
 from turnmemory.llm._openai import (
     function_tool,
+    openai_chunks,
     openai_client,
     openai_count,
     openai_failure,
@@ -55,60 +56,68 @@ class OpenAIResponsesSdk(Sdk):
         self._pending_items = 0
 
     def stream(
-        self, request: Mapping[str, Any], tools: Sequence[ToolSpec], turn_start: int
+        self,
+        request: Mapping[str, Any],
+        tools: Sequence[ToolSpec],
+        turn_start: int,
+        *,
+        max_argument_bytes: int,
     ) -> Generator[Event | Completion, None, None]:
         items: dict[int, Item] = {}
         streamed: set[int] = set()
         response: Any = None
-        events = self._client.responses.create(**self._kwargs(request, tools, turn_start))
-        with events:
-            for event in events:
-                kind = event.type
-                if kind == "response.output_text.delta" and event.delta:
-                    streamed.add(event.output_index)
-                    yield Event("text", text=event.delta)
-                elif kind in _REASONING_DELTAS and event.delta:
-                    yield Event("reasoning", text=event.delta)
-                elif kind == "response.output_item.done":
-                    items[event.output_index] = event.item.to_dict(mode="json")
-                elif kind in ("response.completed", "response.incomplete"):
-                    response = event.response
-                elif kind == "response.failed":
-                    error = event.response.error
-                    raise ResponseFailed(
-                        error.code if error else None, error.message if error else "response failed"
-                    )
-                elif kind == "error":
-                    raise ResponseFailed(event.code, event.message)
+        for event in openai_chunks(self._client.responses, self._kwargs(request, tools, turn_start)):
+            kind = event.get("type")
+            if kind == "response.output_text.delta" and event.get("delta"):
+                streamed.add(event["output_index"])
+                yield Event("text", text=event["delta"])
+            elif kind in _REASONING_DELTAS and event.get("delta"):
+                yield Event("reasoning", text=event["delta"])
+            elif kind == "response.output_item.done":
+                items[event["output_index"]] = event["item"]
+            elif kind in ("response.completed", "response.incomplete"):
+                response = event["response"]
+            elif kind == "response.failed":
+                error = event["response"].get("error")
+                raise ResponseFailed(
+                    error.get("code") if error else None,
+                    error.get("message") if error else "response failed",
+                )
+            elif kind == "error":
+                raise ResponseFailed(event.get("code"), event.get("message") or "")
         if response is None:
             raise StreamInterrupted("the response stream ended before response.completed")
         # Some compatible servers stream no per-item events: the completed response's output fills
         # every index that no output_item.done delivered, and text that no delta streamed is sent now.
-        for index, item in enumerate(response.output or ()):
+        for index, item in enumerate(response.get("output") or ()):
             if index not in items:
-                items[index] = item.to_dict(mode="json")
+                items[index] = item
         for index, item in sorted(items.items()):
             if item.get("type") == "message" and index not in streamed and prose_text(item.get("content")):
                 yield Event("text", text=prose_text(item.get("content")))
-        output = tuple(items[index] for index in sorted(items))
+        output = tuple(_kept(items[index], max_argument_bytes) for index in sorted(items))
         calls = tuple(
             Call(
                 id=item["call_id"],
                 name=item["name"],
-                arguments=parse_arguments(item.get("arguments", "")),
-                raw_arguments=item.get("arguments", ""),
+                arguments=None if dropped else parse_arguments(item.get("arguments", "")),
+                raw_arguments="" if dropped else item.get("arguments", ""),
+                dropped_bytes=dropped,
             )
-            for item in output
+            for item, dropped in output
             if item.get("type") == "function_call"
         )
-        text = "".join(prose_text(item.get("content")) for item in output if item.get("type") == "message")
-        details = response.incomplete_details
+        output_items = tuple(item for item, _ in output)
+        text = "".join(
+            prose_text(item.get("content")) for item in output_items if item.get("type") == "message"
+        )
+        details = response.get("incomplete_details")
         yield Completion(
-            items=output if text or calls else (),
+            items=output_items if text or calls else (),
             calls=calls,
             text=text,
-            usage=_usage(response.usage),
-            stop=_STOPS.get(details.reason if details else None, "stop"),
+            usage=_usage(response.get("usage")),
+            stop=_STOPS.get(details.get("reason") if details else None, "stop"),
         )
 
     def failure(self, error: Exception) -> RequestFailure | None:
@@ -150,13 +159,23 @@ class OpenAIResponsesSdk(Sdk):
         return kwargs
 
 
-def _usage(usage: Any) -> Usage:
+def _kept(item: Item, cap: int) -> tuple[Item, int]:
+    """An output item as the turn keeps it, and the size of function call arguments too large to keep
+    (0 when kept): those arguments become ``{}``."""
+    arguments = item.get("arguments") if item.get("type") == "function_call" else None
+    if not isinstance(arguments, str) or len(arguments) * 4 <= cap:  # UTF-8 takes at most 4 bytes a character
+        return item, 0
+    size = len(arguments.encode("utf-8", "surrogatepass"))
+    return ({**item, "arguments": "{}"}, size) if size > cap else (item, 0)
+
+
+def _usage(usage: Mapping[str, Any] | None) -> Usage:
     if usage is None:
         return Usage()
-    details = getattr(usage, "input_tokens_details", None)
+    details = usage.get("input_tokens_details")
     return Usage(
-        input_tokens=usage.input_tokens or 0,
-        output_tokens=usage.output_tokens or 0,
+        input_tokens=usage.get("input_tokens") or 0,
+        output_tokens=usage.get("output_tokens") or 0,
         cached_tokens=openai_count(details, "cached_tokens"),
         cache_write_tokens=openai_count(details, "cache_write_tokens"),
     )

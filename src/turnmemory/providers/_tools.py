@@ -45,6 +45,8 @@ class Call:
     ``arguments`` is ``None`` when the provider sent arguments that are not a JSON object;
     ``raw_arguments`` then holds what it sent. ``native`` is whatever the wire format needs to
     answer the call (Gemini: the call's own id, or ``None`` when it came without one).
+    ``dropped_bytes`` is the size of arguments too large to keep (the client's argument cap): none of
+    their text is kept (``arguments`` ``None``, ``raw_arguments`` empty); 0 when they were kept.
     """
 
     id: str
@@ -52,6 +54,7 @@ class Call:
     arguments: dict[str, Any] | None
     raw_arguments: str = ""
     native: Any = None
+    dropped_bytes: int = 0
 
 
 def parse_arguments(raw: str) -> dict[str, Any] | None:
