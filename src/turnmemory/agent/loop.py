@@ -274,7 +274,7 @@ class Agent:
         recorder = self._recorder = TurnRecorder(self.workspace)
         started: dict[str, float] = {}
         durations: dict[str, float] = {}
-        usage = Usage()
+        usage = self.usage.turn_total  # a compaction summary's request made for this turn, if any
         status: TurnStatus = "error"
         error: str | None = "the turn ended without a result"
         reason: str | None = None
@@ -392,6 +392,8 @@ class Agent:
         with _closing(client.run_turn(history, prompt)) as events:
             for event in events:
                 record(event, recorder)
+                if event.kind == "usage" and event.usage is not None:
+                    self.usage.add_compaction(event.usage)
                 if event.terminal:
                     final = event
         summary = recorder.prose.strip()

@@ -5,9 +5,8 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from turnmemory.boundary import DEFAULT_POLICY, BoundaryPolicy
+from turnmemory.boundary import DEFAULT_CACHE_TTL, DEFAULT_POLICY, BoundaryPolicy
 from turnmemory.llm._client import (
-    DEFAULT_CACHE_TTL,
     DEFAULT_MAX_ARGUMENT_BYTES,
     DEFAULT_MAX_CALLS,
     DEFAULT_MAX_TOOL_TURNS,
