@@ -5,8 +5,9 @@
 For each session length, one ``Formatter()`` per provider builds the requests of the conversation's last
 ``--turns`` turns (each request the history up to a user message); the table gives the least cost per
 new turn, one copy of the list the request returns (what every request costs at least: the list is the
-caller's; both timed from cold CPU caches), what remains beyond that copy, the same as a multiple of the shortest session's, and a cold
-``to_request`` of the whole session. Flat means the "beyond the copy" column does not grow with the
+caller's; both timed from cold CPU caches), what remains beyond that copy, the same as a multiple of
+the shortest session's, the release of the previous request's list (timed apart: it touches every item
+as a copy does), and a cold ``to_request`` of the whole session. Flat means the "beyond the copy" column does not grow with the
 session. Absolute times drift between machines and with load: read the ratios.
 """
 
@@ -32,28 +33,38 @@ def cold_caches() -> None:
     CACHE_SIZED.upper()
 
 
-def per_turn(module: Any, history: list[Any], turns: int) -> tuple[float, float, int]:
-    """The least seconds of a new turn's request and of one copy of its item list, over the last
-    ``turns``, and the number of items of the last request."""
+def per_turn(module: Any, history: list[Any], turns: int) -> tuple[float, float, float, int]:
+    """The least seconds, over the last ``turns``, of a new turn's request, of one copy of its item
+    list and of releasing the previous request, and the number of items of the last request.
+
+    Each is timed alone from cold CPU caches: the previous request is released before the new one is
+    built (releasing a list touches every item it holds, as copying one does: it is the caller's cost,
+    with the copy, and is shown apart)."""
     formatter = module.Formatter()
     last = len(history) - 1  # the final user message of the session
     ends = range(last - 2 * turns, last + 1, 2)  # each request ends with a user message
-    formatter.to_request(history[: ends[0] + 1])
+    request = formatter.to_request(history[: ends[0] + 1])
     builds: list[float] = []
     copies: list[float] = []
+    releases: list[float] = []
     for end in ends[1:]:
         messages = history[: end + 1]
         gc.disable()
+        cold_caches()
+        start = time.perf_counter()
+        del request
+        releases.append(time.perf_counter() - start)
         cold_caches()
         start = time.perf_counter()
         request = formatter.to_request(messages)
         builds.append(time.perf_counter() - start)
         cold_caches()
         start = time.perf_counter()
-        list(request[module.ITEMS])
+        copy = list(request[module.ITEMS])
         copies.append(time.perf_counter() - start)
+        del copy
         gc.enable()
-    return min(builds), min(copies), len(request[module.ITEMS])
+    return min(builds), min(copies), min(releases), len(request[module.ITEMS])
 
 
 def main() -> None:
@@ -72,7 +83,7 @@ def main() -> None:
         history = synthetic.session(size)
         for name in providers.PROVIDERS:
             module = getattr(providers, name)
-            build, copy, items = per_turn(module, history, args.turns)
+            build, copy, release, items = per_turn(module, history, args.turns)
             beyond = max(build - copy, 1e-9)
             base = first.setdefault(name, beyond)
             cold = best_of(lambda m=module, h=history: m.to_request(h), repeat=1 if size > 1000 else 3)
@@ -85,6 +96,7 @@ def main() -> None:
                     fmt_time(copy),
                     fmt_time(beyond),
                     f"{beyond / base:.1f}x",
+                    fmt_time(release),
                     fmt_time(cold),
                     f"{cold / build:.0f}x",
                 ]
@@ -99,6 +111,7 @@ def main() -> None:
             "one list copy",
             "beyond the copy",
             f"beyond / at {sizes[0]:,}",
+            "release of the previous",
             "cold",
             "cold / turn",
         ],

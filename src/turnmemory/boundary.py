@@ -23,7 +23,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-__all__ = ["BOUNDARY_POLICIES", "DEFAULT_POLICY", "Boundary", "BoundaryPolicy", "should_compact"]
+__all__ = [
+    "BOUNDARY_POLICIES",
+    "DEFAULT_CACHE_TTL",
+    "DEFAULT_POLICY",
+    "Boundary",
+    "BoundaryPolicy",
+    "should_compact",
+]
 
 BoundaryPolicy = Literal["every_turn", "when_it_pays", "never"]
 """``every_turn``: compact at every turn boundary (the spec); ``when_it_pays``: defer until it pays;
@@ -33,6 +40,9 @@ BOUNDARY_POLICIES: tuple[BoundaryPolicy, ...] = ("every_turn", "when_it_pays", "
 
 DEFAULT_POLICY: BoundaryPolicy = "every_turn"
 """The spec's behaviour."""
+
+DEFAULT_CACHE_TTL = 300.0
+"""Seconds a prompt-cache entry lives unused (Anthropic's and OpenAI's in-memory default, 5 minutes)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -74,7 +74,7 @@ def test_a_three_turn_session_through_the_command_line(
         "turn_memory": {"tool_activity": []},
         "error": None,
         "segments": [{"type": "text", "text": "Summary."}],
-        "requests": [{**usage, "miss": None}],
+        "requests": [{**usage, "miss": None, "kind": "turn"}],
         "cost": None,
         "session": {
             "usage": {key: value * requests for key, value in usage.items()},

@@ -418,3 +418,40 @@ def test_a_compaction_keeps_the_pending_state_of_an_interrupted_turn_and_the_ses
         "Read the notes.",
         "Go on.",
     ]
+
+
+@pytest.mark.parametrize("provider", ["anthropic", "bedrock"])
+def test_the_summary_request_counts_in_the_turn_and_the_session_labelled_compaction(
+    provider: str, server: FakeProviderServer, open_agent: Callable[..., Agent]
+) -> None:
+    from turnmemory.agent._usage import cost
+    from turnmemory.llm import Usage as Reported
+    from turnmemory.testing import Usage
+
+    agent = open_agent(provider)
+    n = 0
+    while not will_compact(agent, f"Step {n}: what next?"):
+        turn(agent, server, n)
+        n += 1
+    before = agent.usage.session_total
+    summary = Usage(input_tokens=5000, output_tokens=321, cached_tokens=1000, cache_write_tokens=2500)
+    answer = Usage(input_tokens=900, output_tokens=77, cached_tokens=0, cache_write_tokens=800)
+    server.push(Reply(text="SUMMARY: the plan.", usage=summary), Reply(text=prose(n), usage=answer))
+    outcome = agent.turn(f"Step {n}: what next?")
+    assert outcome.status == "done" and stored(agent, "compaction")
+
+    def reported(u: Usage) -> Reported:
+        return Reported(u.input_tokens, u.output_tokens, u.cached_tokens, u.cache_write_tokens)
+
+    kinds = [(entry.kind, entry.usage) for entry in outcome.requests]
+    assert kinds == [("compaction", reported(summary)), ("turn", reported(answer))]
+    assert outcome.requests[0].miss == "compaction"
+    assert outcome.requests[0].to_dict()["kind"] == "compaction"
+    assert outcome.usage == reported(summary) + reported(answer)
+    assert agent.usage.session_total == before + reported(summary) + reported(answer)
+    stored_usage = stored(agent, "assistant_turn")[-1]["usage"]
+    assert stored_usage["input_tokens"] == 5900 and stored_usage["output_tokens"] == 398
+    prices = {"input": 3.0, "output": 15.0, "cached_input": 0.3, "cache_write": 3.75}
+    assert cost(outcome.usage, prices) == pytest.approx(
+        cost(reported(summary), prices) + cost(reported(answer), prices)
+    )

@@ -19,6 +19,7 @@ from langchain_core.outputs import ChatResult
 from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
 from pydantic import Field
+from tests.integrations._policies import check_policies
 
 from turnmemory.integrations.langchain import TurnMemoryMiddleware
 
@@ -216,3 +217,7 @@ def test_compact_id_style(tmp_path: Path) -> None:
     ids = [call[0] for call in _plain(seen[3])[1]["calls"]]
     assert len(ids) == 3 and all(len(i) == 9 and i.isalnum() for i in ids)
     assert {m["tool"] for m in _plain(seen[3]) if "tool" in m} == set(ids)
+
+
+def test_the_boundary_policy_decides_when_completed_turns_give_way(tmp_path: Path) -> None:
+    check_policies(_run, _plain, tmp_path, "RAW-OUTPUT")

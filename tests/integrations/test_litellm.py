@@ -252,3 +252,21 @@ def test_the_hook_fails_open(data: dict[str, Any]) -> None:
     before = json.loads(json.dumps(data))
     for call_type in ("acompletion", "aresponses", "anthropic_messages"):
         assert TurnMemoryCallback().compact(data, call_type) == before
+
+
+@pytest.mark.parametrize(
+    ("call_type", "key", "history"),
+    [
+        ("acompletion", "messages", CHAT),
+        ("anthropic_messages", "messages", ANTHROPIC),
+        ("aresponses", "input", RESPONSES),
+    ],
+)
+def test_the_callback_takes_the_boundary_policy(
+    call_type: str, key: str, history: list[dict[str, Any]]
+) -> None:
+    data = {"model": "m", key: history}
+    assert TurnMemoryCallback(boundary="never").compact(data, call_type) is data
+    compacted = TurnMemoryCallback().compact(data, call_type)
+    assert RAW not in json.dumps(compacted) and RAW in json.dumps(data)
+    assert TurnMemoryCallback(boundary="every_turn").compact(data, call_type) == compacted

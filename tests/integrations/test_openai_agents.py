@@ -14,6 +14,7 @@ pytest.importorskip("agents", reason="the agents extra is not installed")
 from agents import Agent, ModelResponse, RunConfig, Runner, Usage, function_tool
 from agents.models.interface import Model
 from openai.types.responses import ResponseFunctionToolCall, ResponseOutputMessage, ResponseOutputText
+from tests.integrations._policies import check_policies
 
 from turnmemory.integrations.openai_agents import TurnMemoryInputFilter
 
@@ -165,3 +166,7 @@ def test_target_arguments_option(tmp_path: Path) -> None:
     seen, _, _ = _run(tmp_path, arguments="target")
     calls = [item[3] for item in _plain(seen[3]) if item[0] == "call"]
     assert calls == [{"path": "a.py"}, {"path": "a.py"}, {"command": "pytest -q"}]
+
+
+def test_the_boundary_policy_decides_when_completed_turns_give_way(tmp_path: Path) -> None:
+    check_policies(_run, _plain, tmp_path, "RAW-OUTPUT")

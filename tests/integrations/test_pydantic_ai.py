@@ -23,6 +23,7 @@ from pydantic_ai.messages import (
     UserPromptPart,
 )
 from pydantic_ai.models.function import AgentInfo, FunctionModel
+from tests.integrations._policies import check_policies
 
 from turnmemory.integrations.pydantic_ai import turn_memory
 
@@ -201,3 +202,7 @@ def test_the_last_user_request_keeps_its_metadata(tmp_path: Path) -> None:
     requests = [m for m in seen[3] if isinstance(m, ModelRequest)]
     assert requests[-1].run_id is not None and requests[0].run_id is not None
     assert requests[-1].run_id != requests[0].run_id
+
+
+def test_the_boundary_policy_decides_when_completed_turns_give_way(tmp_path: Path) -> None:
+    check_policies(_run, _plain, tmp_path, "RAW-OUTPUT")

@@ -205,16 +205,17 @@ class Twins:
 
 @pytest.fixture
 def twins(request: pytest.FixtureRequest) -> Iterator[Callable[[str], Twins]]:
+    boundary = getattr(request, "param", "every_turn")  # the proxy's boundary policy
     with FakeProviderServer() as proxied, FakeProviderServer() as direct:
-        app = ProxyApp(anthropic_upstream=proxied.url, openai_upstream=proxied.base_url("openai_chat"))
+        app = ProxyApp(
+            anthropic_upstream=proxied.url, openai_upstream=proxied.base_url("openai_chat"), boundary=boundary
+        )
         with serving(app) as proxy:
             yield lambda wire: Twins(wire, proxied, direct, proxy)
 
 
-@pytest.mark.parametrize("stream", [False, True], ids=["json", "stream"])
-@pytest.mark.parametrize("wire", list(CLIENTS))
-def test_a_conversation_through_the_proxy(wire: str, stream: bool, twins: Callable[[str], Twins]) -> None:
-    pair = twins(wire)
+def _converse(pair: Twins, stream: bool) -> tuple[list[Any], list[Any]]:
+    """The script's two turns through the proxy and beside it: what was sent, what the upstream got."""
     pair.proxied.push(*SCRIPT)
     pair.direct.push(*SCRIPT)
     agent = pair.through
@@ -228,9 +229,15 @@ def test_a_conversation_through_the_proxy(wire: str, stream: bool, twins: Callab
         elif step == 1:
             history += agent.user("now build the docs")
     pair.assert_relayed_unchanged()
+    return [r.body for r in pair.direct.requests], [r.body for r in pair.proxied.requests]
 
-    sent = [r.body for r in pair.direct.requests]
-    received = [r.body for r in pair.proxied.requests]
+
+@pytest.mark.parametrize("stream", [False, True], ids=["json", "stream"])
+@pytest.mark.parametrize("wire", list(CLIENTS))
+def test_a_conversation_through_the_proxy(wire: str, stream: bool, twins: Callable[[str], Twins]) -> None:
+    pair = twins(wire)
+    agent = pair.through
+    sent, received = _converse(pair, stream)
     assert len(sent) == len(received) == len(SCRIPT)
     for number, (body, got) in enumerate(zip(sent, received, strict=True)):
         done = compact_request(agent.wire, body)
@@ -251,6 +258,15 @@ def test_a_conversation_through_the_proxy(wire: str, stream: bool, twins: Callab
         assert last["messages"][-2]["content"][0]["signature"]
         marks = json.dumps(last).count('"cache_control"')
         assert 2 < marks <= 4  # the system's, the user's image's, and one closing the compacted prefix
+
+
+@pytest.mark.parametrize("twins", ["never"], indirect=True)
+@pytest.mark.parametrize("wire", list(CLIENTS))
+def test_a_proxy_that_never_compacts_relays_every_request_as_sent(
+    wire: str, twins: Callable[[str], Twins]
+) -> None:
+    sent, received = _converse(twins(wire), stream=False)
+    assert received == sent and json.dumps(received[-1]).count(RAW) == 3
 
 
 def test_responses_continuing_upstream_history_pass_through(twins: Callable[[str], Twins]) -> None:

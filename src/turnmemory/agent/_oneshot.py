@@ -5,12 +5,12 @@ The client is discarded afterwards, so the turn's pending state is never saved, 
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 
 from turnmemory.agent.prompt import SUBAGENT_PROMPT
 from turnmemory.agent.tools import ToolError
-from turnmemory.llm import Client, Event, Execute, ToolSpec, record
+from turnmemory.llm import Client, Event, Execute, ToolSpec, Usage, record
 from turnmemory.memory import Message
 from turnmemory.segments import TurnRecorder
 
@@ -36,14 +36,17 @@ def run_once(
     *,
     tools: Sequence[ToolSpec] = (),
     execute: Execute | None = None,
+    on_usage: Callable[[Usage], object] | None = None,
 ) -> tuple[str, str | None]:
     """The final prose of one turn of ``client`` for ``prompt``, and why the turn did not finish
-    (``None`` when it did)."""
+    (``None`` when it did); ``on_usage`` is given each request's reported usage."""
     recorder = TurnRecorder(workspace)
     final: Event | None = None
     with closing(client.run_turn(history, prompt, tools=tools, execute=execute)) as events:
         for event in events:
             record(event, recorder)
+            if on_usage is not None and event.kind == "usage" and event.usage is not None:
+                on_usage(event.usage)
             if event.terminal:
                 final = event
     prose = recorder.prose.strip()

@@ -12,6 +12,11 @@ writes anything. The cause is what changed:
 - ``cache_expiry``: the pause since the last request was longer than the cache lifetime;
 - ``turn_boundary``: the finished turn was replaced by its TurnMemory (the spec's boundary rewrite);
 - ``first_request``: nothing was cached yet in this process.
+
+The request that writes a session compaction's summary (:mod:`turnmemory.agent.compaction`) is
+counted too, labelled ``compaction``: in the totals of the turn it was made for and of the session,
+and as a miss of cause ``compaction`` when it wrote to the cache. It carries another prefix (the
+summary's own system prompt), so the turn's requests are compared with each other, not with it.
 """
 
 from __future__ import annotations
@@ -20,9 +25,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
+from turnmemory.boundary import DEFAULT_CACHE_TTL
 from turnmemory.llm import Usage
 
-__all__ = ["MISS_CAUSES", "MissCause", "RequestUsage", "UsageLedger", "cost"]
+__all__ = ["MISS_CAUSES", "MissCause", "RequestKind", "RequestUsage", "UsageLedger", "cost"]
 
 MissCause = Literal[
     "first_request", "turn_boundary", "cache_expiry", "tools_changed", "compaction", "model_switch"
@@ -36,8 +42,9 @@ MISS_CAUSES: tuple[MissCause, ...] = (
     "model_switch",
 )
 
-DEFAULT_TTL = 300.0
-"""Seconds a prompt-cache entry lives unused (Anthropic's and OpenAI's in-memory default, 5 minutes)."""
+
+RequestKind = Literal["turn", "compaction"]
+"""What a request was for: the turn's own work, or the summary of a session compaction."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,10 +53,11 @@ class RequestUsage:
 
     usage: Usage
     miss: MissCause | None = None
+    kind: RequestKind = "turn"
 
     def to_dict(self) -> dict[str, object]:
         """The request as ``run --format json`` and the session store give it."""
-        return {**usage_dict(self.usage), "miss": self.miss}
+        return {**usage_dict(self.usage), "miss": self.miss, "kind": self.kind}
 
 
 def usage_dict(usage: Usage) -> dict[str, int]:
@@ -81,20 +89,24 @@ class UsageLedger:
     """The requests of one process's session, labelled as they come.
 
     Call :meth:`turn_started` before a turn with what changed since the last one, then :meth:`add`
-    for each reported usage, in order.
+    for each reported usage, in order; :meth:`add_compaction` for a compaction summary's request
+    (it counts in the next turn).
     """
 
-    ttl: float = DEFAULT_TTL
+    ttl: float = DEFAULT_CACHE_TTL
     earlier: Usage = field(default_factory=Usage)
     """What the session's stored turns reported before this process took it up."""
     requests: list[RequestUsage] = field(default_factory=list)
     turn: list[RequestUsage] = field(default_factory=list)
     _boundary: MissCause | None = "first_request"
     _last_time: float | None = None
+    _last: Usage | None = None  # the last turn request's usage: what the next one should read
+    _in_turn: bool = False
+    _summaries: list[RequestUsage] = field(default_factory=list)  # made before the next turn starts
 
     def turn_started(self, now: float, *, model_switch: bool, tools_changed: bool, compacted: bool) -> None:
         """A turn starts at ``now`` (seconds, monotonic): what its first request's miss would be due to."""
-        self.turn = []
+        self.turn, self._summaries, self._in_turn = self._summaries, [], False
         if self._last_time is None:
             self._boundary = "first_request"
         elif model_switch:
@@ -112,12 +124,12 @@ class UsageLedger:
         """One request's usage, with its miss cause: a request misses when it reads less than the
         previous request read and wrote (the first one ever, when it writes anything)."""
         miss: MissCause | None = None
-        if not self.requests:
+        previous = self._last
+        if previous is None:
             miss = "first_request" if usage.cache_write_tokens else None
         else:
-            previous = self.requests[-1].usage
             if usage.cached_tokens < previous.cached_tokens + previous.cache_write_tokens:
-                if self.turn:  # within a turn only the in-turn reducer rewrites what was sent
+                if self._in_turn:  # within a turn only the in-turn reducer rewrites what was sent
                     expired = self._last_time is not None and now - self._last_time > self.ttl
                     miss = "cache_expiry" if expired else "compaction"
                 else:
@@ -125,7 +137,15 @@ class UsageLedger:
         entry = RequestUsage(usage, miss)
         self.turn.append(entry)
         self.requests.append(entry)
-        self._last_time = now
+        self._last_time, self._last, self._in_turn = now, usage, True
+        return entry
+
+    def add_compaction(self, usage: Usage) -> RequestUsage:
+        """The usage of a compaction summary's request: counted in the session now and in the next
+        turn's total, a miss of cause ``compaction`` when it wrote to the cache."""
+        entry = RequestUsage(usage, "compaction" if usage.cache_write_tokens else None, "compaction")
+        self.requests.append(entry)
+        self._summaries.append(entry)
         return entry
 
     @property

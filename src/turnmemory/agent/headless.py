@@ -8,13 +8,15 @@ prints one object on stdout at the end::
      "turn_memory": {"tool_activity": [...]}, "error": null,
      "segments": [{"type": "text", "text": "..."}, {"type": "tool", "tool": "read_file", ...}, ...],
      "requests": [{"input_tokens": ..., "cached_tokens": ..., "cache_write_tokens": ...,
-                   "uncached_tokens": ..., "output_tokens": ..., "miss": "turn_boundary" | ... | null}],
+                   "uncached_tokens": ..., "output_tokens": ..., "miss": "turn_boundary" | ... | null,
+                   "kind": "turn" | "compaction"}],
      "session": {"usage": {...}, "cost": 0.0123 | null}, "cost": 0.0042 | null}
 
 ``usage`` counts the turn's tokens: all input (``input_tokens``), the part read from the prompt cache
 (``cached_tokens``), written to it (``cache_write_tokens``) and neither (``uncached_tokens``), and
 the output. ``requests`` gives them per request, each with the cause of its cache miss (see
-``turnmemory.agent._usage``); ``session`` totals the whole session; ``cost`` is USD at the configured
+``turnmemory.agent._usage``) and what it was for (``compaction``: the summary of earlier turns made
+before this turn, counted in ``usage`` too); ``session`` totals the whole session; ``cost`` is USD at the configured
 prices (``null`` when none are set).
 
 ``text`` is the turn's flattened prose exactly; ``segments`` is the same turn in order, prose and the

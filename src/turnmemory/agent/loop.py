@@ -275,7 +275,7 @@ class Agent:
         recorder = self._recorder = TurnRecorder(self.workspace)
         started: dict[str, float] = {}
         durations: dict[str, float] = {}
-        usage = Usage()
+        usage = self.usage.turn_total  # a compaction summary's request made for this turn, if any
         status: TurnStatus = "error"
         error: str | None = "the turn ended without a result"
         reason: str | None = None
@@ -405,7 +405,9 @@ class Agent:
         """A model-written summary of ``messages`` (a request without tools), or ``None`` on failure."""
         client = self._client_factory(self.config, None)
         history, prompt = summary_request(messages, words=summary_words(budget))
-        summary, failure = run_once(client, history, prompt, self.workspace)
+        summary, failure = run_once(
+            client, history, prompt, self.workspace, on_usage=self.usage.add_compaction
+        )
         if failure is None and summary:
             return summary
         why = failure or "it was empty"

@@ -6,15 +6,36 @@ pending-state replay does; the resulting messages are formatted by the provider'
 and system messages are kept as they were given (an Anthropic, Bedrock or Gemini user message that
 also answers calls keeps only its other blocks: its results belong to the turn before), and so is
 everything after the last user message (the turn in progress).
+
+When a turn is compacted follows the boundary policy of :mod:`turnmemory.boundary`, as in the client
+and the agent: ``"every_turn"`` (the spec, the default) compacts every completed turn;
+``"when_it_pays"`` sends the turns since the last compaction as they were given until compacting them
+pays for its cache rewrite; ``"never"`` sends them all as given. A message list carries no clock, so
+the decision at each new user message uses what this side can know: the seconds since the previous
+:meth:`Compactor.compact` call (the previous request) against ``cache_ttl``, the sizes of the raw and
+the compacted turns (bytes of their compact JSON: the decision compares the two, so the unit
+cancels), and the most requests a turn of the history took. A user message seen for the first time
+together with later ones (the first call, or :func:`compact`) is decided without a pause.
 """
 
 from __future__ import annotations
 
 import json
 import re
+import time
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
+from turnmemory._text import compact_json
+from turnmemory.boundary import (
+    BOUNDARY_POLICIES,
+    DEFAULT_CACHE_TTL,
+    DEFAULT_POLICY,
+    Boundary,
+    BoundaryPolicy,
+    should_compact,
+)
 from turnmemory.memory import Message
 from turnmemory.providers import PROVIDERS, Provider, Wire, wire
 from turnmemory.providers._build import TurnFormat
@@ -121,12 +142,30 @@ def _checked(messages: Sequence[Any], provider: str) -> list[Mapping[str, Any]]:
     return out
 
 
+@dataclass(frozen=True, slots=True)
+class _Start:
+    """A user message that starts a turn: its index in the given messages, and how many messages of the
+    history stand before the next turn (its placeholder last)."""
+
+    index: int
+    history: int
+
+
+@dataclass(frozen=True, slots=True)
+class _Kept:
+    """A message kept as given (a user or system message), at ``index`` of the given messages."""
+
+    index: int
+    message: Mapping[str, Any]
+
+
 class Compactor:
     """:func:`compact` for one conversation, incremental: each completed turn is read and rendered once.
 
     Keep one per conversation and call :meth:`compact` before every model call. While the history only
-    grows, the request prefix it returns never changes (a prompt cache keeps hitting); a history that
-    does not extend the previous one is compacted from scratch.
+    grows, the request prefix it returns never changes (a prompt cache keeps hitting) except where a
+    boundary policy other than ``"every_turn"`` compacts deferred turns; a history that does not
+    extend the previous one is compacted from scratch.
     """
 
     def __init__(
@@ -139,14 +178,24 @@ class Compactor:
         arguments: ArgumentPolicy = "empty",
         id_style: IdStyle | None = None,
         model: str | None = None,
+        boundary: BoundaryPolicy = DEFAULT_POLICY,
+        cache_ttl: float | None = DEFAULT_CACHE_TTL,
     ) -> None:
         _checked((), provider)
+        if boundary not in BOUNDARY_POLICIES:
+            raise ValueError(f"boundary must be one of {', '.join(BOUNDARY_POLICIES)}; got {boundary!r}")
+        if cache_ttl is not None and not cache_ttl >= 0:
+            raise ValueError(f"cache_ttl: expected seconds (at least 0) or None, got {cache_ttl!r}")
         self.provider: Provider = provider
         self.rules = rules
         self.workspace = workspace
         self.arguments: ArgumentPolicy = arguments
         self.id_style = id_style
         self.model = model
+        self.boundary: BoundaryPolicy = boundary
+        """When completed turns give way to their TurnMemory (:mod:`turnmemory.boundary`)."""
+        self.cache_ttl = cache_ttl
+        """The provider's cache lifetime in seconds (``None``: it never expires), for ``when_it_pays``."""
         self._parse: ResultParser = (
             result_parser
             if result_parser is not None
@@ -154,13 +203,23 @@ class Compactor:
         )
         self._wire: Wire = wire(provider)
         self._formatter = self._wire.Formatter()
+        self._last_call: float | None = None
+        self._reset()
+
+    def _reset(self) -> None:
         self._read: list[Mapping[str, Any]] = []
         self._history: list[Message] = []
         self._kept: list[Any] = []
+        self._starts: list[_Start] = []
+        self._cut = 0  # the turns before self._starts[self._cut] are compacted
+        self._longest = 1  # the most requests a completed turn took
 
     def compact(self, messages: Sequence[Any]) -> list[Item]:
-        """``messages`` with every turn before the last user message replaced by its TurnMemory replay."""
+        """``messages`` with the turns before the last user message replaced by their TurnMemory replay
+        (under ``"every_turn"`` all of them; otherwise those the policy compacted so far)."""
         given = _checked(messages, self.provider)
+        now = time.monotonic()
+        idle, self._last_call = (None if self._last_call is None else now - self._last_call), now
         last = next((i for i in range(len(given) - 1, -1, -1) if self._user_turn(given[i])), None)
         if last is None:
             return [dict(message) for message in given]
@@ -168,31 +227,56 @@ class Compactor:
         if len(prefix) < len(self._read) or any(
             a is not b and a != b for a, b in zip(self._read, prefix, strict=False)
         ):
-            self._read, self._history, self._kept = [], [], []
-        self._extend(prefix[len(self._read) :])
+            self._reset()
+        seen = len(self._starts)
+        self._extend(prefix[len(self._read) :], len(self._read))
         self._read = prefix
+        if self.boundary == "every_turn" or not self._starts:
+            end, history = last, self._history
+        else:
+            for n in range(max(seen, 1), len(self._starts)):
+                self._decide(given, n, idle if n == len(self._starts) - 1 else None)
+            cut = self._starts[self._cut]
+            end, history = cut.index, self._history[: cut.history]
         if self.provider == "openai_chat":
             request = self._formatter.to_request(
-                self._history, arguments=self.arguments, id_style=self.id_style, model=self.model
+                history, arguments=self.arguments, id_style=self.id_style, model=self.model
             )
         else:
             request = self._formatter.to_request(
-                self._history, arguments=self.arguments, id_style=self.id_style or "historical"
+                history, arguments=self.arguments, id_style=self.id_style or "historical"
             )
         items = request[self._wire.ITEMS]
         turns = self._wire.TURNS
         laid_out = _kept(items, self._kept) if turns is None else _turn_kept(turns, items, self._kept)
-        return [*laid_out, *(dict(message) for message in given[last + 1 :])]
+        return [*laid_out, *(dict(message) for message in given[end + 1 :])]
 
-    def _extend(self, messages: list[Mapping[str, Any]]) -> None:
+    def _decide(self, given: list[Mapping[str, Any]], n: int, idle: float | None) -> None:
+        """Move the cut to the user message of ``self._starts[n]`` when the policy compacts there."""
+        cut, start = self._starts[self._cut], self._starts[n]
+        users = {s.index for s in self._starts[self._cut : n + 1]}
+        raw = sum(_size(given[i]) for i in range(cut.index + 1, start.index) if i not in users)
+        compacted = sum(
+            _size(m.to_dict())
+            for m in self._history[cut.history : start.history]
+            if m.content != _PLACEHOLDER
+        )
+        decision = Boundary(raw, compacted, idle=idle, ttl=self.cache_ttl, requests_ahead=self._longest)
+        if should_compact(decision, self.boundary):
+            self._cut = n
+
+    def _extend(self, messages: list[Mapping[str, Any]], offset: int) -> None:
         parts = _parts(self._wire, self.provider, messages)
         for part in parts[:-1]:  # the last part is the (empty) turn after the last user message
             if isinstance(part, tuple):
+                self._longest = max(self._longest, _requests(part))
                 if part or (self._kept and self._user_turn(self._kept[-1])):
                     self._history.append(self._replay(part))
                 continue
             self._history.append(Message("user", _PLACEHOLDER))
-            self._kept.append(part)
+            self._kept.append(part.message)
+            if self._user_turn(part.message):
+                self._starts.append(_Start(offset + part.index, len(self._history)))
 
     def _replay(self, pieces: Sequence[Piece]) -> Message:
         recorder = TurnRecorder(workspace=self.workspace, rules=self.rules)
@@ -214,9 +298,24 @@ class Compactor:
         return any(isinstance(block, Mapping) and slot not in results for slot, block in enumerate(blocks))
 
 
+def _size(value: Any) -> int:
+    """The size the boundary policy compares: UTF-8 bytes of the compact JSON."""
+    return len(compact_json(value).encode("utf-8"))
+
+
+def _requests(turn: Sequence[Piece]) -> int:
+    """The requests a completed turn took: the first, and one after each run of tool results."""
+    runs = sum(
+        1
+        for i, piece in enumerate(turn)
+        if piece.kind == "result" and (i == 0 or turn[i - 1].kind != "result")
+    )
+    return 1 + runs
+
+
 def _parts(
     wire: Wire, provider: str, messages: Sequence[Mapping[str, Any]]
-) -> list[Mapping[str, Any] | tuple[Piece, ...]]:
+) -> list[_Kept | tuple[Piece, ...]]:
     """``messages`` as kept messages (user and system messages, as given) and the pieces of the
     completed turns between them, in order.
 
@@ -225,14 +324,14 @@ def _parts(
     by_item: dict[int, list[Piece]] = {}
     for piece in wire.pieces(messages):
         by_item.setdefault(piece.item, []).append(piece)
-    parts: list[Mapping[str, Any] | tuple[Piece, ...]] = []
+    parts: list[_Kept | tuple[Piece, ...]] = []
     turn: list[Piece] = []
     for index, message in enumerate(messages):
         found = by_item.get(index, [])
         kept = _kept_part(wire, provider, message, found)
         turn.extend(piece for piece in found if kept is None or piece.kind == "result")
         if kept is not None:
-            parts += [tuple(turn), kept]
+            parts += [tuple(turn), _Kept(index, kept)]
             turn = []
     return [*parts, tuple(turn)]
 
@@ -317,6 +416,7 @@ def compact(
     arguments: ArgumentPolicy = "empty",
     id_style: IdStyle | None = None,
     model: str | None = None,
+    boundary: BoundaryPolicy = DEFAULT_POLICY,
 ) -> list[Item]:
     """``messages`` (an OpenAI Chat, Anthropic, OpenAI Responses, Gemini or Bedrock list) with TurnMemory applied.
 
@@ -330,9 +430,13 @@ def compact(
     :class:`~turnmemory.retention.ToolRule`\\ s); ``result_parser`` reads outcomes from results (default
     :func:`parse_result`); ``workspace`` makes paths relative; ``id_style`` (``"historical"``, or
     ``"compact"`` 9-character ids) and, for OpenAI Chat, ``model`` (the served model: the form its chat
-    template needs, as :func:`turnmemory.providers.openai_chat.to_request` applies it). The result is a pure function of the
-    arguments: compacting it again changes nothing, and a longer history of the same conversation
-    starts with the same messages. Keep a :class:`Compactor` per conversation to pay only for new turns.
+    template needs, as :func:`turnmemory.providers.openai_chat.to_request` applies it). ``boundary``
+    (``"every_turn"``, the default; ``"when_it_pays"``; ``"never"``) says which completed turns are
+    compacted; one call knows no pause, so ``"when_it_pays"`` compacts only where the saving on the
+    requests ahead exceeds the rewrite. The result is a pure function of the arguments, and a longer
+    history of the same conversation starts with the same messages; under ``"every_turn"``
+    compacting it again changes nothing. Keep a :class:`Compactor` per conversation to pay only for new turns (and, under
+    ``"when_it_pays"``, to compact when the cache has gone cold).
     """
     return Compactor(
         provider,
@@ -342,4 +446,5 @@ def compact(
         arguments=arguments,
         id_style=id_style,
         model=model,
+        boundary=boundary,
     ).compact(messages)

@@ -18,6 +18,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from turnmemory.boundary import DEFAULT_POLICY, BoundaryPolicy
 from turnmemory.integrations._compact import ResultParser, compact
 from turnmemory.retention import DEFAULT_RULES, ToolRule
 
@@ -83,13 +84,15 @@ def compact_request(
     rules: Mapping[str, ToolRule] = DEFAULT_RULES,
     result_parser: ResultParser | None = None,
     workspace: str | None = None,
+    boundary: BoundaryPolicy = DEFAULT_POLICY,
 ) -> CompactedRequest | None:
     """The compacted history of a request ``body`` of ``wire``, or ``None`` when there is nothing to do.
 
-    Nothing is done to a body without a completed turn, to a body whose ``messages`` (``input``) is
+    Nothing is done to a body without a completed turn (or, under a ``boundary`` policy that defers,
+    without one compacted yet), to a body whose ``messages`` (``input``) is
     not a list of objects, or to a Responses body continuing a history held upstream
-    (``previous_response_id``, ``conversation``). ``rules``, ``result_parser`` and ``workspace`` mean
-    what they mean for :func:`~turnmemory.integrations.compact`; the body's ``model`` picks the
+    (``previous_response_id``, ``conversation``). ``rules``, ``result_parser``, ``workspace`` and
+    ``boundary`` mean what they mean for :func:`~turnmemory.integrations.compact`; the body's ``model`` picks the
     OpenAI Chat form. Errors of :func:`compact` (a role the wire does not have) propagate.
     """
     if wire not in WIRES:
@@ -119,7 +122,10 @@ def compact_request(
         result_parser=result_parser,
         workspace=workspace,
         model=model if isinstance(model, str) else None,
+        boundary=boundary,
     )
+    if boundary != "every_turn" and compacted == items[: last + 1]:
+        return None  # the policy deferred every completed turn: the body goes as it came
     if wire == "anthropic":
         compacted = _breakpoints(body, compacted, items[last], items[last + 1 :])
     return CompactedRequest(key, compacted, last + 1, turns)

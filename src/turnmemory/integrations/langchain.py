@@ -39,6 +39,7 @@ except ImportError as error:  # pragma: no cover - only without the extra
         f"turnmemory.integrations.langchain needs langchain: pip install 'turnmemory[langchain]' ({error})"
     ) from None
 
+from turnmemory.boundary import DEFAULT_CACHE_TTL, DEFAULT_POLICY, BoundaryPolicy
 from turnmemory.integrations._compact import Compactor, ResultParser
 from turnmemory.replay import ArgumentPolicy, IdStyle
 from turnmemory.retention import DEFAULT_RULES, ToolRule
@@ -122,7 +123,8 @@ class TurnMemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
     Options as for :func:`turnmemory.integrations.compact`: ``rules`` (what each tool keeps; add a
     :class:`~turnmemory.retention.ToolRule` for your own tools), ``result_parser``, ``workspace`` (paths
     become relative to it), ``arguments`` (``"empty"``, or ``"target"`` to replay the bounded target
-    as the call's argument) and ``id_style``. ``replace_history=True`` also compacts the graph state at
+    as the call's argument), ``id_style``, and the boundary policy (``boundary``, ``cache_ttl``: when
+    completed turns give way to their TurnMemory, :class:`~turnmemory.integrations.Compactor`). ``replace_history=True`` also compacts the graph state at
     each new turn (the full trace is then gone from the checkpoint, not only from the requests).
     """
 
@@ -134,6 +136,8 @@ class TurnMemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         workspace: str | None = None,
         arguments: ArgumentPolicy = "empty",
         id_style: IdStyle = "historical",
+        boundary: BoundaryPolicy = DEFAULT_POLICY,
+        cache_ttl: float | None = DEFAULT_CACHE_TTL,
         replace_history: bool = False,
     ) -> None:
         super().__init__()
@@ -144,6 +148,8 @@ class TurnMemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             workspace=workspace,
             arguments=arguments,
             id_style=id_style,
+            boundary=boundary,
+            cache_ttl=cache_ttl,
         )
         self.replace_history = replace_history
         self._to_chat = _Memo()

@@ -24,6 +24,7 @@ except ImportError as error:  # pragma: no cover - only without the extra
         f"turnmemory.integrations.litellm needs litellm ({error}): pip install 'turnmemory[litellm]'"
     ) from None
 
+from turnmemory.boundary import DEFAULT_POLICY, BoundaryPolicy
 from turnmemory.integrations._agents import GATEWAY_RULES
 from turnmemory.integrations._compact import ResultParser
 from turnmemory.integrations._request import Wire, compact_request
@@ -50,8 +51,8 @@ def wire_of(call_type: str) -> Wire | None:
 class TurnMemoryCallback(CustomLogger):
     """Compacts the completed turns of each conversation request in LiteLLM's ``async_pre_call_hook``.
 
-    ``rules``, ``result_parser`` and ``workspace`` mean what they mean for
-    :func:`turnmemory.integrations.compact`; the default rules know Claude Code's, Codex's and
+    ``rules``, ``result_parser``, ``workspace`` and ``boundary`` mean what they mean for
+    :func:`turnmemory.integrations.compact` (a gateway sees each request alone: no pause is known); the default rules know Claude Code's, Codex's and
     OpenCode's tools too (:data:`~turnmemory.integrations.GATEWAY_RULES`).
     """
 
@@ -61,11 +62,13 @@ class TurnMemoryCallback(CustomLogger):
         rules: Mapping[str, ToolRule] = GATEWAY_RULES,
         result_parser: ResultParser | None = None,
         workspace: str | None = None,
+        boundary: BoundaryPolicy = DEFAULT_POLICY,
     ) -> None:
         super().__init__()
         self.rules = rules
         self.result_parser = result_parser
         self.workspace = workspace
+        self.boundary: BoundaryPolicy = boundary
 
     def compact(self, data: dict[str, Any], call_type: str) -> dict[str, Any]:
         """``data`` with its completed turns compacted (``data`` itself when there is nothing to do)."""
@@ -74,7 +77,12 @@ class TurnMemoryCallback(CustomLogger):
             return data
         try:
             done = compact_request(
-                wire, data, rules=self.rules, result_parser=self.result_parser, workspace=self.workspace
+                wire,
+                data,
+                rules=self.rules,
+                result_parser=self.result_parser,
+                workspace=self.workspace,
+                boundary=self.boundary,
             )
         except Exception as error:  # fail open: the request goes on as it came
             log.warning("turnmemory: request not compacted (%s)", type(error).__name__)

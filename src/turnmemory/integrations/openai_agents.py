@@ -28,6 +28,7 @@ except ImportError as error:  # pragma: no cover - only without the extra
         f"turnmemory.integrations.openai_agents needs the OpenAI Agents SDK: pip install 'turnmemory[agents]' ({error})"
     ) from None
 
+from turnmemory.boundary import DEFAULT_CACHE_TTL, DEFAULT_POLICY, BoundaryPolicy
 from turnmemory.integrations._compact import Compactor, ResultParser
 from turnmemory.replay import ArgumentPolicy, IdStyle
 from turnmemory.retention import DEFAULT_RULES, ToolRule
@@ -46,7 +47,8 @@ class TurnMemoryInputFilter:
 
     Options as for :func:`turnmemory.integrations.compact`: ``rules`` (what each tool keeps; add a
     :class:`~turnmemory.retention.ToolRule` for your own tools), ``result_parser``, ``workspace``,
-    ``arguments`` (``"empty"`` or ``"target"``) and ``id_style``. Use one per conversation for the
+    ``arguments`` (``"empty"`` or ``"target"``), ``id_style``, and the boundary policy (``boundary``,
+    ``cache_ttl``: when completed turns give way to their TurnMemory, :class:`~turnmemory.integrations.Compactor`). Use one per conversation for the
     incremental path (a shared one is correct, only slower).
     """
 
@@ -58,6 +60,8 @@ class TurnMemoryInputFilter:
         workspace: str | None = None,
         arguments: ArgumentPolicy = "empty",
         id_style: IdStyle = "historical",
+        boundary: BoundaryPolicy = DEFAULT_POLICY,
+        cache_ttl: float | None = DEFAULT_CACHE_TTL,
     ) -> None:
         self.compactor = Compactor(
             "openai_responses",
@@ -66,6 +70,8 @@ class TurnMemoryInputFilter:
             workspace=workspace,
             arguments=arguments,
             id_style=id_style,
+            boundary=boundary,
+            cache_ttl=cache_ttl,
         )
 
     def __call__(self, data: CallModelData[Any]) -> ModelInputData:

@@ -43,6 +43,7 @@ except ImportError as error:  # pragma: no cover - only without the extra
         f"turnmemory.integrations.pydantic_ai needs pydantic-ai: pip install 'turnmemory[pydantic-ai]' ({error})"
     ) from None
 
+from turnmemory.boundary import DEFAULT_CACHE_TTL, DEFAULT_POLICY, BoundaryPolicy
 from turnmemory.integrations._compact import Compactor, ResultParser
 from turnmemory.replay import ArgumentPolicy, IdStyle
 from turnmemory.retention import DEFAULT_RULES, ToolRule
@@ -100,7 +101,8 @@ class TurnMemoryProcessor:
 
     Options as for :func:`turnmemory.integrations.compact`: ``rules`` (what each tool keeps; add a
     :class:`~turnmemory.retention.ToolRule` for your own tools), ``result_parser``, ``workspace``,
-    ``arguments`` (``"empty"`` or ``"target"``) and ``id_style``. Use one per conversation for the
+    ``arguments`` (``"empty"`` or ``"target"``), ``id_style``, and the boundary policy (``boundary``,
+    ``cache_ttl``: when completed turns give way to their TurnMemory, :class:`~turnmemory.integrations.Compactor`). Use one per conversation for the
     incremental path; sharing one across conversations is correct, only slower.
     """
 
@@ -112,6 +114,8 @@ class TurnMemoryProcessor:
         workspace: str | None = None,
         arguments: ArgumentPolicy = "empty",
         id_style: IdStyle = "historical",
+        boundary: BoundaryPolicy = DEFAULT_POLICY,
+        cache_ttl: float | None = DEFAULT_CACHE_TTL,
     ) -> None:
         self.compactor = Compactor(
             "openai_chat",
@@ -120,6 +124,8 @@ class TurnMemoryProcessor:
             workspace=workspace,
             arguments=arguments,
             id_style=id_style,
+            boundary=boundary,
+            cache_ttl=cache_ttl,
         )
 
     def __call__(self, messages: list[ModelMessage]) -> list[ModelMessage]:
@@ -197,6 +203,8 @@ def turn_memory(
     workspace: str | None = None,
     arguments: ArgumentPolicy = "empty",
     id_style: IdStyle = "historical",
+    boundary: BoundaryPolicy = DEFAULT_POLICY,
+    cache_ttl: float | None = DEFAULT_CACHE_TTL,
 ) -> ProcessHistory[Any]:
     """The capability for ``Agent(..., capabilities=[turn_memory()])``; options as :class:`TurnMemoryProcessor`."""
     return ProcessHistory(
@@ -206,5 +214,7 @@ def turn_memory(
             workspace=workspace,
             arguments=arguments,
             id_style=id_style,
+            boundary=boundary,
+            cache_ttl=cache_ttl,
         )
     )

@@ -33,7 +33,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from turnmemory.boundary import DEFAULT_POLICY, Boundary, BoundaryPolicy, should_compact
+from turnmemory.boundary import DEFAULT_CACHE_TTL, DEFAULT_POLICY, Boundary, BoundaryPolicy, should_compact
 from turnmemory.llm._reduce import Reducer
 from turnmemory.llm._retry import RetryPolicy
 from turnmemory.llm._sdk import Sdk
@@ -51,15 +51,11 @@ from turnmemory.providers.check import check_request
 from turnmemory.segments import TurnRecorder
 
 __all__ = [
-    "DEFAULT_CACHE_TTL",
     "Client",
     "Pending",
     "Trace",
     "record_items",
 ]
-
-DEFAULT_CACHE_TTL = 300.0
-"""Seconds a prompt-cache entry lives unused (Anthropic's and OpenAI's in-memory default)."""
 
 
 @dataclass(frozen=True, slots=True)

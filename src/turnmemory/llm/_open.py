@@ -5,8 +5,8 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from turnmemory.boundary import DEFAULT_POLICY, BoundaryPolicy
-from turnmemory.llm._client import DEFAULT_CACHE_TTL, Client
+from turnmemory.boundary import DEFAULT_CACHE_TTL, DEFAULT_POLICY, BoundaryPolicy
+from turnmemory.llm._client import Client
 from turnmemory.llm._retry import RetryPolicy
 from turnmemory.llm._sdk import DEFAULT_CONNECT_TIMEOUT, DEFAULT_TIMEOUT, Endpoint, Settings
 from turnmemory.llm._tokens import ContextLimits, Tokenizer, open_counter

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
@@ -24,11 +23,8 @@ __all__ = [
     "openai_client",
     "openai_count",
     "openai_failure",
-    "takes_breakpoint",
     "with_breakpoint",
 ]
-
-_VERSION = re.compile(r"gpt-(\d+)(?:\.(\d+))?")
 
 
 def openai_client(endpoint: Endpoint) -> Any:
@@ -86,12 +82,6 @@ def openai_count(details: object, name: str) -> int:
     server leaves it out, or sends something that is not a count."""
     value = details.get(name) if isinstance(details, Mapping) else None
     return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
-
-
-def takes_breakpoint(model: str) -> bool:
-    """Whether ``model`` takes explicit ``prompt_cache_breakpoint`` markers (GPT-5.6 and later)."""
-    found = _VERSION.search(model.lower())
-    return found is not None and (int(found[1]), int(found[2] or 0)) >= (5, 6)
 
 
 def with_breakpoint(items: Sequence[Item], end: int, mark: Callable[[Item], Item | None]) -> list[Item]:

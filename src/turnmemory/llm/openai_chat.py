@@ -18,7 +18,6 @@ from turnmemory.llm._openai import (
     openai_client,
     openai_count,
     openai_failure,
-    takes_breakpoint,
     with_breakpoint,
 )
 from turnmemory.llm._retry import MalformedError, RequestFailure
@@ -27,7 +26,7 @@ from turnmemory.llm._stream import Arguments
 from turnmemory.llm._tools import ToolSpec
 from turnmemory.llm.events import Event, Reason, Usage
 from turnmemory.providers import openai_chat
-from turnmemory.providers._render import Item
+from turnmemory.providers._render import Item, takes_breakpoint
 from turnmemory.providers._tools import Call, parse_arguments
 
 __all__ = ["OpenAIChatSdk"]

@@ -18,7 +18,6 @@ from turnmemory.llm._openai import (
     openai_client,
     openai_count,
     openai_failure,
-    takes_breakpoint,
     with_breakpoint,
 )
 from turnmemory.llm._retry import RequestFailure, http_failure
@@ -27,7 +26,7 @@ from turnmemory.llm._tools import ToolSpec
 from turnmemory.llm.events import Event, Reason, Usage
 from turnmemory.providers import openai_responses
 from turnmemory.providers._read import prose_text
-from turnmemory.providers._render import Item
+from turnmemory.providers._render import Item, takes_breakpoint
 from turnmemory.providers._tools import Call, parse_arguments
 
 __all__ = ["OpenAIResponsesSdk", "ResponseFailed"]

@@ -29,6 +29,7 @@ __all__ = [
     "marked_last",
     "missing_names",
     "replay_steps",
+    "takes_breakpoint",
     "text_parts",
     "tool_name",
 ]
@@ -161,6 +162,17 @@ def text_parts(content: object, kind: str) -> list[Any] | None:
     if isinstance(content, str):
         return [{"type": kind, "text": content}]
     return list(content) if isinstance(content, list) else None
+
+
+_GPT_VERSION = re.compile(r"gpt-(\d+)(?:\.(\d+))?")
+
+
+def takes_breakpoint(model: str) -> bool:
+    """Whether ``model`` takes explicit ``prompt_cache_breakpoint`` markers: GPT-5.6 and later (the
+    ``prompt_cache_options`` of the official SDK, openai-python 3.57: "Supported for ``gpt-5.6`` and
+    later models")."""
+    found = _GPT_VERSION.search(model.lower())
+    return found is not None and (int(found[1]), int(found[2] or 0)) >= (5, 6)
 
 
 def marked_last(parts: list[Any]) -> list[Any] | None:

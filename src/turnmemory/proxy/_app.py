@@ -19,6 +19,7 @@ import anyio
 import httpx
 
 from turnmemory._text import terminal_safe
+from turnmemory.boundary import DEFAULT_POLICY, BoundaryPolicy
 from turnmemory.integrations import GATEWAY_RULES, CompactedRequest, Wire, compact_request
 from turnmemory.proxy._body import item_spans, splice
 from turnmemory.retention import ToolRule
@@ -138,11 +139,14 @@ class ProxyApp:
         openai_upstream: str = OPENAI_API,
         limits: Limits = Limits(),
         rules: Mapping[str, ToolRule] = GATEWAY_RULES,
+        boundary: BoundaryPolicy = DEFAULT_POLICY,
     ) -> None:
         self.anthropic_upstream = anthropic_upstream.rstrip("/")
         self.openai_upstream = openai_upstream.rstrip("/")
         self.limits = limits
         self.rules = rules
+        self.boundary: BoundaryPolicy = boundary
+        """Which completed turns are compacted (:func:`turnmemory.integrations.compact`)."""
         self._client: httpx.AsyncClient | None = None
 
     def _http(self) -> httpx.AsyncClient:
@@ -252,7 +256,9 @@ class ProxyApp:
         if not isinstance(body, dict):
             return raw, 0, "not a JSON object, forwarded as it came"
         try:
-            done: CompactedRequest | None = compact_request(wire, body, rules=self.rules)
+            done: CompactedRequest | None = compact_request(
+                wire, body, rules=self.rules, boundary=self.boundary
+            )
             if done is None:
                 return raw, 0, ""
             spans = item_spans(text, done.key)

@@ -9,6 +9,7 @@ from collections.abc import Callable
 
 import uvicorn
 
+from turnmemory.boundary import DEFAULT_POLICY, BoundaryPolicy
 from turnmemory.proxy._app import ANTHROPIC_API, OPENAI_API, Limits, ProxyApp
 
 __all__ = ["DEFAULT_HOST", "DEFAULT_PORT", "is_loopback", "serve"]
@@ -41,6 +42,7 @@ def serve(
     anthropic_upstream: str = ANTHROPIC_API,
     openai_upstream: str = OPENAI_API,
     limits: Limits | None = None,
+    boundary: BoundaryPolicy = DEFAULT_POLICY,
     say: Callable[[str], None] = lambda text: print(text, file=sys.stderr, flush=True),
 ) -> None:
     """Serve the proxy until interrupted; a host other than loopback gets a warning first."""
@@ -58,7 +60,10 @@ def serve(
     logging.getLogger("uvicorn.error").addFilter(_Unfinished())
     logging.getLogger("httpx").setLevel(logging.WARNING)  # its lines carry whole URLs
     app = ProxyApp(
-        anthropic_upstream=anthropic_upstream, openai_upstream=openai_upstream, limits=limits or Limits()
+        anthropic_upstream=anthropic_upstream,
+        openai_upstream=openai_upstream,
+        limits=limits or Limits(),
+        boundary=boundary,
     )
     say(
         f"turnmemory proxy: listening on http://{host}:{port} "

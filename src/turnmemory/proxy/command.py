@@ -6,6 +6,8 @@ from typing import Annotated
 
 import typer
 
+from turnmemory.boundary import BOUNDARY_POLICIES
+
 __all__ = ["proxy", "register"]
 
 
@@ -34,6 +36,14 @@ def proxy(
     read_timeout: Annotated[
         float, typer.Option("--read-timeout", help="Seconds the upstream may stay silent.", min=0.1)
     ] = 600.0,
+    boundary: Annotated[
+        str,
+        typer.Option(
+            "--boundary",
+            metavar="every_turn|when_it_pays|never",
+            help="Which completed turns are compacted (each request is decided alone).",
+        ),
+    ] = "every_turn",
 ) -> None:
     """Compact the history of every model request an agent sends, on its way upstream.
 
@@ -43,6 +53,9 @@ def proxy(
     go upstream as they came. One line per request on stderr, without content.
     """
     from urllib.parse import urlsplit
+
+    if boundary not in BOUNDARY_POLICIES:
+        raise typer.BadParameter(f"expected one of {', '.join(BOUNDARY_POLICIES)}", param_hint="--boundary")
 
     for name, url in (("--anthropic-upstream", anthropic_upstream), ("--openai-upstream", openai_upstream)):
         parts = urlsplit(url)
@@ -57,4 +70,11 @@ def proxy(
         )
         raise typer.Exit(2) from None
     limits = Limits(max_body=max_body_mb << 20, read_timeout=read_timeout)
-    serve(host, port, anthropic_upstream=anthropic_upstream, openai_upstream=openai_upstream, limits=limits)
+    serve(
+        host,
+        port,
+        anthropic_upstream=anthropic_upstream,
+        openai_upstream=openai_upstream,
+        limits=limits,
+        boundary=boundary,
+    )

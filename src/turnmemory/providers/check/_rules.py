@@ -1,4 +1,5 @@
-"""Checks every wire's rules share: calls answered in the next message, unique ids, JSON values."""
+"""Checks every wire's rules share: calls answered in the next message, unique ids, JSON values, and
+OpenAI's ``prompt_cache_breakpoint`` markers (Chat Completions and Responses alike)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,11 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from turnmemory.providers._render import takes_breakpoint
+
 __all__ = [
+    "BREAKPOINT",
+    "Breakpoints",
     "ToolIds",
     "adjacent_pairing",
     "answer_problem",
@@ -132,3 +137,90 @@ def is_json_text(value: object) -> bool:
     except ValueError:
         return False
     return True
+
+
+BREAKPOINT = "prompt_cache_breakpoint"
+
+_BREAKPOINT_TTLS = ("30m", "12h")
+
+
+class Breakpoints:
+    """The ``prompt_cache_breakpoint`` markers of one OpenAI request, checked as the wire takes them.
+
+    The rules are those of the official SDK's request types (openai-python 3.57,
+    ``types/chat/completion_create_params.py`` and ``types/responses/response_create_params.py``,
+    ``PromptCacheOptions``; the content part types that declare the field): a marker is
+    ``{"mode": "explicit"}``, with an optional ``ttl`` of ``"30m"`` or ``"12h"``; it goes on a content
+    part of an input (Chat: ``text``, ``image_url``, ``input_audio`` and ``file`` parts of system,
+    developer, user and tool messages; Responses: ``input_text``, ``input_image`` and ``input_file``
+    parts of system, developer and user messages and of ``function_call_output`` outputs), never on
+    a message or item itself nor on the assistant's output (LangChain4j's
+    ``OpenAiOfficialPromptCacheBreakpoint``: "assistant output blocks are not among the block types
+    OpenAI accepts a breakpoint on"); only GPT-5.6 and later take it; and a request writes the latest
+    three explicit breakpoints (four under ``prompt_cache_options.mode = "explicit"``, which drops the
+    implicit one): more are never written.
+    """
+
+    def __init__(self) -> None:
+        self.problems: list[str] = []
+        self.count = 0
+
+    def on_item(self, where: str, item: Mapping[str, Any]) -> None:
+        """A marker on a message or item itself (it belongs on one of its content parts)."""
+        if item.get(BREAKPOINT) is not None:
+            self.problems.append(f"{where}: {BREAKPOINT} goes on a content part, not on the {_kind(item)}")
+
+    def in_parts(self, where: str, parts: object, takes: Iterable[str]) -> None:
+        """The markers of a content list whose part types ``takes`` take one (none: no part does)."""
+        if not isinstance(parts, list):
+            return
+        allowed = tuple(takes)
+        for j, part in enumerate(parts):
+            if not isinstance(part, Mapping) or part.get(BREAKPOINT) is None:
+                continue
+            at = f"{where}[{j}]"
+            self.count += 1
+            kind = part.get("type")
+            if kind not in allowed:
+                accepted = f" (only {', '.join(allowed)} parts do here)" if allowed else ""
+                self.problems.append(f"{at}: a {kind!r} part does not take a {BREAKPOINT}{accepted}")
+            self.problems.extend(_marker_problems(f"{at}.{BREAKPOINT}", part[BREAKPOINT]))
+
+    def request_problems(self, body: Mapping[str, Any]) -> list[str]:
+        """Every problem found, with those of the request as a whole: the model, the number of markers."""
+        out = list(self.problems)
+        options = body.get("prompt_cache_options")
+        mode = options.get("mode", "implicit") if isinstance(options, Mapping) else "implicit"
+        model = body.get("model")
+        if (
+            (self.count or isinstance(options, Mapping))
+            and isinstance(model, str)
+            and not takes_breakpoint(model)
+        ):
+            what = f"{BREAKPOINT} markers" if self.count else "prompt_cache_options"
+            out.append(f"model {model!r} does not take {what} (GPT-5.6 and later do)")
+        written = 4 if mode == "explicit" else 3
+        if self.count > written:
+            out.append(
+                f"request: {self.count} {BREAKPOINT} markers, but only the latest {written} are written "
+                f"(prompt_cache_options.mode {mode!r})"
+            )
+        if mode == "explicit" and not self.count:
+            out.append(
+                f"prompt_cache_options.mode is 'explicit' but no part carries a {BREAKPOINT}: nothing is cached"
+            )
+        return out
+
+
+def _kind(item: Mapping[str, Any]) -> str:
+    kind = item.get("type")
+    return f"{kind} item" if isinstance(kind, str) and kind != "message" else "message"
+
+
+def _marker_problems(where: str, value: object) -> list[str]:
+    if not isinstance(value, Mapping) or value.get("mode") != "explicit":
+        return [f'{where}: expected {{"mode": "explicit"}}, got {value!r:.80}']
+    out = [f"{where}: unknown key {key!r}" for key in value if key not in ("mode", "ttl")]
+    if "ttl" in value and value["ttl"] not in _BREAKPOINT_TTLS:
+        out.append(f"{where}.ttl: expected one of {', '.join(_BREAKPOINT_TTLS)}, got {value['ttl']!r:.40}")
+    return out

@@ -1,5 +1,6 @@
 """The rules of a Chat Completions request: every ``tool_calls`` entry answered by one ``tool`` message;
-image parts of user messages as data URLs of a type and size the API takes."""
+image parts of user messages as data URLs of a type and size the API takes; ``prompt_cache_breakpoint``
+markers only where the wire takes them."""
 
 from __future__ import annotations
 
@@ -7,10 +8,18 @@ from collections.abc import Mapping
 from typing import Any
 
 from turnmemory.providers._images import data_url_problems
-from turnmemory.providers.check._rules import answer_problem, duplicates, is_json_text
+from turnmemory.providers.check._rules import Breakpoints, answer_problem, duplicates, is_json_text
 from turnmemory.providers.openai_chat import IMAGE_TYPES, MAX_ID, MAX_IMAGE_BYTES
 
 __all__ = ["problems"]
+
+_MARKED_PARTS: dict[object, tuple[str, ...]] = {
+    "system": ("text",),
+    "developer": ("text",),
+    "tool": ("text",),
+    "user": ("text", "image_url", "input_audio", "file"),
+}
+"""The content parts that take a ``prompt_cache_breakpoint``, by role (:class:`Breakpoints`)."""
 
 
 def problems(body: Mapping[str, Any], *, require_tools: bool | None = None) -> list[str]:
@@ -26,12 +35,15 @@ def problems(body: Mapping[str, Any], *, require_tools: bool | None = None) -> l
     ids: list[tuple[str, str]] = []
     open_calls: dict[str, str] = {}
     answered: set[str] = set()
+    marks = Breakpoints()
     for i, message in enumerate(messages):
         where = f"messages[{i}]"
         if not isinstance(message, Mapping):
             out.append(f"{where}: expected an object")
             continue
         role = message.get("role")
+        marks.on_item(where, message)
+        marks.in_parts(f"{where}.content", message.get("content"), _MARKED_PARTS.get(role, ()))
         if role == "tool":
             stray = "a tool_call of the preceding assistant message"
             problem = answer_problem(
@@ -58,6 +70,7 @@ def problems(body: Mapping[str, Any], *, require_tools: bool | None = None) -> l
             out.extend(_image_problems(where, message["content"]))
     out.extend(f"{at}: tool_call {call_id!r} has no tool message" for call_id, at in open_calls.items())
     out.extend(duplicates(ids, "tool_call"))
+    out.extend(marks.request_problems(body))
     return out
 
 

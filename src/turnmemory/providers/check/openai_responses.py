@@ -1,5 +1,6 @@
 """The rules of a Responses request: every ``function_call`` answered by one later output; ``input_image``
-parts as data URLs of a type and size the API takes, with a ``detail``."""
+parts as data URLs of a type and size the API takes, with a ``detail``; ``prompt_cache_breakpoint``
+markers only where the wire takes them."""
 
 from __future__ import annotations
 
@@ -7,10 +8,14 @@ from collections.abc import Mapping
 from typing import Any
 
 from turnmemory.providers._images import data_url_problems
-from turnmemory.providers.check._rules import answer_problem, duplicates, is_json_text
+from turnmemory.providers.check._rules import Breakpoints, answer_problem, duplicates, is_json_text
 from turnmemory.providers.openai_responses import IMAGE_TYPES, MAX_CALL_ID, MAX_IMAGE_BYTES
 
 __all__ = ["problems"]
+
+_INPUT_PARTS = ("input_text", "input_image", "input_file")
+"""The content parts that take a ``prompt_cache_breakpoint`` (:class:`Breakpoints`), in the messages of
+the system, developer and user and in ``function_call_output`` outputs."""
 
 
 def _image_problems(where: str, parts: list[Any]) -> list[str]:
@@ -42,12 +47,19 @@ def problems(body: Mapping[str, Any], *, require_tools: bool | None = None) -> l
     calls: list[tuple[str, str]] = []
     open_calls: dict[str, str] = {}
     answered: set[str] = set()
+    marks = Breakpoints()
     for i, item in enumerate(items):
         where = f"input[{i}]"
         if not isinstance(item, Mapping):
             out.append(f"{where}: expected an object")
             continue
         kind = item.get("type", "message" if "role" in item else None)
+        marks.on_item(where, item)
+        if kind == "function_call_output":
+            marks.in_parts(f"{where}.output", item.get("output"), _INPUT_PARTS)
+        else:
+            takes = _INPUT_PARTS if item.get("role") in ("system", "developer", "user") else ()
+            marks.in_parts(f"{where}.content", item.get("content"), takes)
         call_id = item.get("call_id")
         if kind == "function_call":
             out.extend(_call_problems(where, item))
@@ -74,6 +86,7 @@ def problems(body: Mapping[str, Any], *, require_tools: bool | None = None) -> l
         f"{at}: function_call {call_id!r} has no function_call_output" for call_id, at in open_calls.items()
     )
     out.extend(duplicates(calls, "function_call call_id"))
+    out.extend(marks.request_problems(body))
     return out
 
 
