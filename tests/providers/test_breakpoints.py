@@ -3,12 +3,14 @@ which models, and what a marker is (the official SDK's own types are the referen
 
 from __future__ import annotations
 
+import base64
 from typing import Any
 
 import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from pydantic import TypeAdapter, ValidationError
+from tests.images import png
 from tests.providers.strategies import history
 
 import turnmemory as tm
@@ -37,6 +39,13 @@ def _marked(role: str, kind: str = "text") -> dict[str, Any]:
     return {"role": role, "content": [_text(kind, prompt_cache_breakpoint=MARK)]}
 
 
+PNG_URL = "data:image/png;base64," + base64.b64encode(png()).decode()
+
+
+def _marked_image(**part: Any) -> dict[str, Any]:
+    return {"role": "user", "content": [{**part, "prompt_cache_breakpoint": MARK}]}
+
+
 VALID = [
     ("openai_chat", _chat(_marked("system"), {"role": "user", "content": "hi"})),
     ("openai_chat", _chat(_marked("developer"), _marked("user"))),
@@ -51,7 +60,7 @@ VALID = [
             {
                 "role": "user",
                 "content": [
-                    {"type": "image_url", "image_url": {"url": "data:,"}, "prompt_cache_breakpoint": MARK}
+                    {"type": "image_url", "image_url": {"url": PNG_URL}, "prompt_cache_breakpoint": MARK}
                 ],
             },
             model="gpt-6",
@@ -95,7 +104,10 @@ VALID = [
     ),
     (
         "openai_responses",
-        _responses(*[_marked("user", "input_image")] * 4, prompt_cache_options={"mode": "explicit"}),
+        _responses(
+            *[_marked_image(type="input_image", image_url=PNG_URL, detail="auto")] * 4,
+            prompt_cache_options={"mode": "explicit"},
+        ),
     ),
     ("openai_responses", _responses({"role": "user", "content": "q", "prompt_cache_breakpoint": None})),
 ]
