@@ -91,20 +91,25 @@ def run(server: FakeProviderServer, provider: str, window: int, calls: int) -> d
         previous = items
         latest = [piece for piece in w.pieces(items) if piece.kind == "result"][-1:]
         unread += sum(1 for piece in latest if "does not fit" in piece.text)
-    costs: dict[str, list[int]] = {"full": [], "cleared": [], "folded": []}
     items = server.requests[-1].body[w.ITEMS]
-    pieces = w.pieces(items)
-    results = {piece.item: piece for piece in pieces if piece.kind == "result"}
-    for index, piece in results.items():
-        state = "folded" if piece.text == FOLDED else "cleared" if CLEARED in piece.text else "full"
-        costs[state].append(counter.value(items[index - 1]) + counter.value(items[index]))
+    pieces = [piece for piece in w.pieces(items) if piece.kind in ("call", "result")]
+    states = {
+        piece.call_id: "folded" if piece.text == FOLDED else "cleared" if CLEARED in piece.text else "full"
+        for piece in pieces
+        if piece.kind == "result"
+    }
+    costs: dict[str, float | None] = {}
+    for state in ("full", "cleared", "folded"):
+        ids = {call_id for call_id, found in states.items() if found == state}
+        held = {piece.item for piece in pieces if piece.call_id in ids}  # a folded batch holds many calls
+        costs[state] = sum(counter.value(items[i]) for i in held) / len(ids) if ids else None
     server.reset()
     return {
         "calls": sum(1 for event in events if event.kind == "tool_end"),
         "end": f"{end.kind}" + ("" if end.kind == "done" else f" ({end.reason})"),
         "unread": unread,
         "rewrites": rewrites,
-        "cost": {state: (sum(v) / len(v) if v else None) for state, v in costs.items()},
+        "cost": costs,
         "seconds": seconds,
     }
 
@@ -120,7 +125,7 @@ def main() -> None:
         os.environ.setdefault(variable, value)  # Bedrock's client wants credentials; the server is fake
     print(f"{args.calls} sequential calls, 2-4 KB results; tokens: {open_counter().unit}")
     print(
-        "| provider | window | calls run | end | unread | tokens/iteration full / cleared / folded | rewrites /100 req |"
+        "| provider | window | calls run | end | unread | tokens/call full / cleared / folded | rewrites /100 req |"
     )
     print("|---|---:|---:|---|---:|---|---:|")
     with FakeProviderServer() as server:
