@@ -3,9 +3,11 @@
 One call per response (no prose between them), each reading a file of 2 to 4 KB, through the real
 SDK client of each provider against the loopback fake server (``turnmemory.testing``), with the
 client's default reserve and reducer chunk. For each provider and window it prints how many calls
-the turn ran and how it ended, how many results were cleared before the model read them, the
-tokens an iteration (one call and its result, as sent) costs in full, cleared and folded, and how
-many requests did not extend the one before (prompt-cache prefix rewrites) per 100 requests::
+the turn ran and how it ended, the longest turn that ends ``done`` (one call fewer than ran when the
+turn overflowed: ask for more calls than fit to find it), how many results were cleared before the
+model read them, the tokens a call costs (its call and result and the messages that carry them, as
+sent) in full, cleared and folded (a folded batch's messages shared by its calls), and how many
+requests did not extend the one before (prompt-cache prefix rewrites) per 100 requests::
 
     .venv/bin/python benchmarks/long_turns.py [--calls N] [--windows 32000,60000,128000] [PROVIDER ...]
 
@@ -125,9 +127,10 @@ def main() -> None:
         os.environ.setdefault(variable, value)  # Bedrock's client wants credentials; the server is fake
     print(f"{args.calls} sequential calls, 2-4 KB results; tokens: {open_counter().unit}")
     print(
-        "| provider | window | calls run | end | unread | tokens/call full / cleared / folded | rewrites /100 req |"
+        "| provider | window | calls run | end | longest done | unread | tokens/call full / cleared / folded "
+        "| rewrites /100 req |"
     )
-    print("|---|---:|---:|---|---:|---|---:|")
+    print("|---|---:|---:|---|---:|---:|---|---:|")
     with FakeProviderServer() as server:
         for provider in args.providers:
             for window in windows:
@@ -137,8 +140,11 @@ def main() -> None:
                     "-" if c[k] is None else f"{c[k]:.0f}" for k in ("full", "cleared", "folded")
                 )
                 per100 = 100 * r["rewrites"] / (r["calls"] + 1)
+                # Requests fit up to the one that overflowed: a turn one call shorter ends done.
+                longest = f"{r['calls']}" if r["end"] == "done" else f"{max(r['calls'] - 1, 0)}"
                 print(
-                    f"| {provider} | {window:,} | {r['calls']} | {r['end']} | {r['unread']} | {shown} | {per100:.1f} |",
+                    f"| {provider} | {window:,} | {r['calls']} | {r['end']} | {longest} | {r['unread']} "
+                    f"| {shown} | {per100:.1f} |",
                     flush=True,
                 )
 

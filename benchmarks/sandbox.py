@@ -7,7 +7,7 @@ costs, by workspace size.
 Commands, in this repository: ``true`` (the fixed cost: bubblewrap sets up its namespaces and mounts),
 ``git status --short`` and ``ls -lR src``. Each row is the median of ``--runs`` calls of the tool's
 ``run_command`` (spill files, the gate, watchdog registration, the git protection and the cleanup
-included). The second table times :class:`~turnmemory.agent._git_guard.Repositories` on synthetic
+included). The second table times :class:`~turnmemory.agent.bash._git_guard.Repositories` on synthetic
 trees (directories of 20 files): the first walk, and a refresh with nothing changed (what each
 contained command pays, twice).
 """
@@ -21,8 +21,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from turnmemory.agent._git_guard import Repositories
-from turnmemory.agent.sandbox import open_sandbox, sandbox_unavailable
+from turnmemory.agent.bash._git_guard import Repositories
+from turnmemory.agent.bash._sandbox import open_sandbox, sandbox_unavailable
 from turnmemory.agent.tools import ToolContext
 from turnmemory.agent.tools.shell import run_command
 

@@ -17,8 +17,9 @@ from typing import Any
 
 import pexpect
 
+from turnmemory.agent.bash import dangerous_reason
 from turnmemory.agent.config import AgentConfig, credentials
-from turnmemory.agent.permissions import Access, Permissions, dangerous_reason, parse_rules
+from turnmemory.agent.permissions import Access, Permissions, parse_rules
 from turnmemory.llm import Client, Event, RetryPolicy, open_client
 from turnmemory.memory import Message
 from turnmemory.testing import FakeProviderServer, Reply, ToolCall

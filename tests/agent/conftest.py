@@ -13,10 +13,10 @@ import pytest
 from tests.agent._postgres import Cluster, start_cluster
 from tests.agent._support import MODELS, RecordingView, Run, fast_client
 
+from turnmemory.agent.bash._sandbox import SandboxMode
 from turnmemory.agent.config import AgentConfig
 from turnmemory.agent.loop import Agent, ClientFactory
 from turnmemory.agent.permissions import Access, Answer, parse_rules
-from turnmemory.agent.sandbox import SandboxMode
 from turnmemory.agent.store import SessionStore, open_store
 from turnmemory.testing import FakeProviderServer
 

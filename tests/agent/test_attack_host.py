@@ -39,7 +39,7 @@ from tests.agent._git_plants import PLANTS, USER_ENV, build_repository, git_argv
 from tests.agent._support import body_text, tool_results
 
 import turnmemory
-from turnmemory.agent.sandbox import sandbox_unavailable
+from turnmemory.agent.bash._sandbox import sandbox_unavailable
 from turnmemory.agent.tools import _reaper
 from turnmemory.testing import FakeProviderServer, Reply, ToolCall
 

@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 from tests.agent._support import Run, body_text, tool_results
 
-from turnmemory.agent.sandbox import sandbox_unavailable
+from turnmemory.agent.bash._sandbox import sandbox_unavailable
 from turnmemory.testing import FakeProviderServer, Reply, ToolCall
 
 SECRET = "OUTSIDE-SECRET-9c41"

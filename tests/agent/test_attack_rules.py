@@ -18,8 +18,9 @@ import pytest
 from rich.console import Console
 from tests.agent._support import Run, body_text
 
+from turnmemory.agent.bash import dangerous_reason
 from turnmemory.agent.loop import Agent
-from turnmemory.agent.permissions import Access, Answer, dangerous_reason
+from turnmemory.agent.permissions import Access, Answer
 from turnmemory.agent.repl import PermissionPrompter, ReplView
 from turnmemory.testing import FakeProviderServer, Reply, ToolCall
 

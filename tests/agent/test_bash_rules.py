@@ -15,13 +15,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from tests.agent._support import HERE, decide
 
-from turnmemory.agent import _bash
+from turnmemory.agent.bash import _grammar, dangerous_reason
 from turnmemory.agent.permissions import (
     Access,
     Answer,
     Permissions,
     Rule,
-    dangerous_reason,
     parse_rules,
     plain_problem,
     session_scope,
@@ -478,7 +477,7 @@ def test_scripts_with_any_forbidden_part_are_never_allowed(
 @given(st.text(alphabet=st.sampled_from(list("git sa;&|()<>$`'\"\\{}#\n*~=-")), max_size=40))
 def test_whatever_is_allowed_is_plain_and_every_command_matches(script: str) -> None:
     if Permissions(WS, parse_rules(["bash:git *"])).decide(bash(script)).allowed:
-        parsed = _bash.parse_plain(script)
+        parsed = _grammar.parse_plain(script)
         assert parsed.problem is None and parsed.commands
         assert all(command.words[0] == "git" for command in parsed.commands)
 

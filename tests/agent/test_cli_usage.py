@@ -13,8 +13,8 @@ import pexpect
 import pytest
 from tests.agent._support import MODELS, Run, spawn_chat
 
+from turnmemory.agent.bash._sandbox import sandbox_unavailable
 from turnmemory.agent.config import AgentConfig, key_hint
-from turnmemory.agent.sandbox import sandbox_unavailable
 from turnmemory.testing import Failure, FakeProviderServer, Reply, ToolCall
 
 README = Path(__file__).resolve().parents[2] / "README.md"

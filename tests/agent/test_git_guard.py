@@ -19,8 +19,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from tests.agent._git_plants import PLANTS, USER_ENV, Plant, build_repository, git_argv, user_runs_git
 
-from turnmemory.agent._git_guard import Repositories, guard
-from turnmemory.agent.sandbox import open_sandbox, sandbox_unavailable
+from turnmemory.agent.bash._git_guard import Repositories, guard
+from turnmemory.agent.bash._sandbox import open_sandbox, sandbox_unavailable
 from turnmemory.agent.tools import ToolContext, ToolRegistry, builtin_tools
 
 UNAVAILABLE = sandbox_unavailable()

@@ -1,10 +1,12 @@
-"""The turn journal read back: a damaged or foreign journal is one line and is never replayed."""
+"""The turn journal read back: a damaged or foreign journal is one line and is never replayed; a log
+cut short by a stop reads back as its last whole write; a long turn writes bytes in proportion to it."""
 
 from __future__ import annotations
 
 import json
 import shutil
 import stat
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -86,7 +88,9 @@ def test_a_damaged_or_foreign_journal_is_one_line_and_never_replayed(
 ) -> None:
     first = _incomplete(make_agent, server, workspace)
     path = _path(first)
-    DAMAGE[damage](json.loads(path.read_text()), path)
+    entry = Journal(path.parent, first.session_id).read()
+    assert entry is not None
+    DAMAGE[damage](entry.to_dict(), path)
     resumed, body = _resumed(make_agent, server, first.session_id)
     assert isinstance(resumed.view, RecordingView)
     lines = [line for line in resumed.view.notices if "journal" in line]
@@ -128,3 +132,64 @@ def test_any_json_read_back_is_an_entry_or_one_damaged_line(data: Any, tmp_path:
         assert "\n" not in str(error) and str(error)
     else:
         assert isinstance(entry, JournalEntry) and entry.session == "s" and entry.items
+
+
+def _entry(items: list[dict[str, Any]], turns: int = 1, latest: int = 0) -> JournalEntry:
+    return JournalEntry("s", "anthropic", "m", 3, turns, latest, tuple(items))
+
+
+_ITEMS = st.lists(
+    st.fixed_dictionaries({"role": st.sampled_from(["user", "assistant"]), "n": st.integers(0, 3)}),
+    min_size=1,
+    max_size=6,
+)
+
+
+@settings(max_examples=80, deadline=None)
+@given(states=st.lists(_ITEMS, min_size=2, max_size=8), cut=st.integers(1, 10_000))
+def test_the_log_reads_back_as_its_last_whole_write_wherever_a_stop_cuts_it(
+    states: list[list[dict[str, Any]]], cut: int
+) -> None:
+    with tempfile.TemporaryDirectory() as root:
+        journal = Journal(Path(root), "s")
+        entries = [_entry(state, turns=1 + len(state) % 2, latest=len(state) // 2) for state in states]
+        for entry in entries[:-1]:
+            journal.write(entry)
+        before = journal.path.read_bytes()
+        journal.write(entries[-1])
+        after = journal.path.read_bytes()
+        assert Journal(Path(root), "s").read() == entries[-1]
+        if after.startswith(before) and len(after) > len(before):  # the last write was appended
+            journal.path.write_bytes(after[: len(before) + cut % (len(after) - len(before))])
+            assert Journal(Path(root), "s").read() == entries[-2], "a line cut short is left out"
+
+
+def test_a_whole_line_that_does_not_follow_is_damage(tmp_path: Path) -> None:
+    journal = Journal(tmp_path / "journal", "s")
+    journal.write(_entry([{"role": "user", "n": 1}]))
+    for line in ('{"at":5,"turns":1,"latest":0,"items":[]}', '{"at":0,"items":3}', "[1]", "{"):
+        original = journal.path.read_bytes()
+        journal.path.write_bytes(original + line.encode() + b"\n")
+        with pytest.raises(JournalDamaged) as error:
+            journal.read()
+        assert "\n" not in str(error.value)
+        journal.path.write_bytes(original)
+
+
+def test_a_long_turn_writes_bytes_in_proportion_to_its_work(tmp_path: Path) -> None:
+    """A turn journaled at each tool start and end: its bytes grow with its calls, not their square."""
+
+    def turn(calls: int) -> tuple[int, int]:
+        journal = Journal(tmp_path / f"journal{calls}", "s")
+        items: list[dict[str, Any]] = [{"role": "user", "content": "go"}]
+        for n in range(calls):
+            items.append({"role": "assistant", "call": n, "text": "x" * 200})
+            journal.write(_entry([*items, {"role": "user", "result": "unknown"}]))
+            items.append({"role": "user", "result": "r" * 2000})
+            journal.write(_entry(items))
+        return journal.bytes_written, journal.path.stat().st_size
+
+    small, big = turn(50), turn(200)
+    assert big[0] < 6 * small[0], f"bytes written grow faster than the calls: {small[0]} then {big[0]}"
+    assert Journal(tmp_path / "journal200", "s").read() is not None
+    assert big[1] < 3 * sum(len(json.dumps(i)) for i in [{"result": "r" * 2000}] * 200) + 2**17

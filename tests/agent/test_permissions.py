@@ -9,12 +9,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from turnmemory.agent.bash import dangerous_reason
 from turnmemory.agent.permissions import (
     Access,
     Answer,
     Permissions,
     Rule,
-    dangerous_reason,
     parse_rule,
     parse_rules,
     resolve_path,

@@ -20,7 +20,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from tests.agent._support import HERE, decide
 
-from turnmemory.agent import _programs
+from turnmemory.agent.bash import _programs
 from turnmemory.agent.permissions import (
     Access,
     Answer,

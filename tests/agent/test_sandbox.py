@@ -19,9 +19,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from tests.agent._support import body_text
 
+from turnmemory.agent.bash._sandbox import HOME, SandboxMode, open_sandbox, sandbox_unavailable
 from turnmemory.agent.loop import Agent
 from turnmemory.agent.permissions import Access, Answer
-from turnmemory.agent.sandbox import HOME, SandboxMode, open_sandbox, sandbox_unavailable
 from turnmemory.agent.tools import ToolContext, ToolError, ToolRegistry, builtin_tools
 from turnmemory.testing import FakeProviderServer, Reply, ToolCall
 

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from tests.agent._support import body_text
 
+from turnmemory.agent.bash._sandbox import open_sandbox, sandbox_unavailable
 from turnmemory.agent.config import AgentConfig, ConfigError, load_config
-from turnmemory.agent.sandbox import open_sandbox, sandbox_unavailable
 from turnmemory.testing import FakeProviderServer, Reply, ToolCall
 
 Run = Callable[..., subprocess.CompletedProcess[str]]

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from turnmemory.agent.sandbox import SandboxMode, open_sandbox, sandbox_unavailable
+from turnmemory.agent.bash._sandbox import SandboxMode, open_sandbox, sandbox_unavailable
 from turnmemory.agent.tools import ToolContext, ToolError, ToolRegistry, _reaper, builtin_tools, shell
 from turnmemory.testing import FakeProviderServer, Reply, ToolCall
 

@@ -17,8 +17,8 @@ from hypothesis import strategies as st
 from tests.agent._support import Run, spawn_chat
 
 from turnmemory._text import terminal_safe
+from turnmemory.agent.bash._sandbox import sandbox_unavailable
 from turnmemory.agent.repl import ReplView, SafeConsole
-from turnmemory.agent.sandbox import sandbox_unavailable
 from turnmemory.llm import Event
 from turnmemory.testing import Failure, FakeProviderServer, Reply, ToolCall
 

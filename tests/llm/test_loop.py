@@ -22,6 +22,7 @@ from turnmemory.llm import Event, RetryPolicy, ToolResult, ToolSpec, Usage, reco
 from turnmemory.llm._client import Client
 from turnmemory.llm._retry import RequestFailure
 from turnmemory.llm._sdk import Completion, Settings
+from turnmemory.llm._turn import TurnLimits
 from turnmemory.providers._read import Piece
 from turnmemory.providers._tools import Call
 
@@ -152,7 +153,7 @@ def make(
     sleeps: list[float] = []
     policy = RetryPolicy(attempts=attempts, base_delay=0.5, max_delay=4.0, jitter=0.0, sleep=sleeps.append)
     return (
-        Client(wire, provider="scripted", model="m", retry=policy, max_tool_turns=max_tool_turns),
+        Client(wire, provider="scripted", model="m", retry=policy, turn_limits=TurnLimits(max_tool_turns)),
         wire,
         sleeps,
     )
@@ -302,7 +303,11 @@ def test_an_unexpected_error_ends_the_turn_and_keeps_accumulated_work() -> None:
 
     wire = Broken([Step(text="a", calls=1), Step(fail="fatal")])
     client = Client(
-        wire, provider="scripted", model="m", retry=RetryPolicy(sleep=lambda _: None), max_tool_turns=5
+        wire,
+        provider="scripted",
+        model="m",
+        retry=RetryPolicy(sleep=lambda _: None),
+        turn_limits=TurnLimits(5),
     )
     events = list(client.run_turn([], "go", tools=[TOOL], execute=Executor()))
     assert [event.kind for event in events if event.terminal] == ["incomplete"]

@@ -12,6 +12,7 @@ import hashlib
 import itertools
 import json
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -188,7 +189,7 @@ def test_the_reducer_clears_pending_state_and_it_stays_cleared(
     assert first[-1].kind == "incomplete" and first[-1].reason == "tool_limit"
     assert CLEARED not in json.dumps(client.pending)
 
-    client.max_tool_turns = 100
+    client.turn_limits = replace(client.turn_limits, max_tool_turns=100)
     server.push(
         *(
             Reply(

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from turnmemory.agent.bash import sandbox_unavailable
 from turnmemory.agent.config import (
     SETTINGS,
     Inputs,
@@ -23,7 +24,6 @@ from turnmemory.agent.config import (
     missing_credentials,
     resolve,
 )
-from turnmemory.agent.sandbox import sandbox_unavailable
 from turnmemory.agent.store import DATA_DIR_ENV, data_dir
 from turnmemory.llm import ContextLimits
 

@@ -9,12 +9,11 @@ included shows escaped).
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Mapping
 from typing import Any
 
-from turnmemory._text import terminal_safe
+from turnmemory._text import compact_json, terminal_safe
 from turnmemory.agent.store import LoadedSession
 from turnmemory.retention import bound_text, redact, retain
 
@@ -177,4 +176,4 @@ def timestamp(seconds: float) -> str:
 
 
 def _compact(value: Any) -> str:
-    return redact(json.dumps(value, ensure_ascii=False, separators=(",", ":")))
+    return redact(compact_json(value))

@@ -34,8 +34,11 @@ __all__ = [
     "Compaction",
     "CompactionMode",
     "cut_point",
+    "far_from_window",
+    "make_way",
     "marker",
     "summary_request",
+    "summary_words",
 ]
 
 CompactionMode = Literal["summary", "drop", "off"]
@@ -130,6 +133,37 @@ def cut_point(
         if freed >= excess:
             break
     return cut
+
+
+def far_from_window(tokens: int, budget: int) -> bool:
+    """Whether a turn's first request of ``tokens`` (an estimate, or a bound above it) leaves
+    compaction out: at most :data:`TRIGGER` of the ``budget``."""
+    return tokens <= TRIGGER * budget
+
+
+def make_way(
+    messages: Sequence[Message],
+    sizes: Sequence[int],
+    tokens: int,
+    budget: int,
+    *,
+    force: bool = False,
+    limit: int | None = None,
+) -> int:
+    """How many leading ``messages`` to compact when the first request needs ``tokens`` of the
+    ``budget``: enough whole turns to bring it to :data:`TARGET` of the budget (``force``: every turn
+    but the latest), the latest turn kept unless the request would not fit even without the others,
+    never past index ``limit`` (see :func:`cut_point`)."""
+    excess = sum(sizes) if force else tokens - int(TARGET * budget)
+    cut = cut_point(messages, sizes, excess, keep=1, limit=limit)
+    if tokens - sum(sizes[:cut]) > budget:  # the latest turn alone does not fit: it goes too
+        cut = cut_point(messages, sizes, excess, keep=0, limit=limit)
+    return cut
+
+
+def summary_words(budget: int) -> int:
+    """The most words a summary may take, from the ``budget`` (100 to 1,500)."""
+    return max(100, min(1500, budget // 40))
 
 
 def summary_request(messages: Sequence[Message], words: int) -> tuple[list[Message], str]:

@@ -44,7 +44,7 @@ variables, then its config-file keys, then its default.
     command = "uvx"
     args = ["mcp-server-time"]
 
-    [sandbox]                            # see turnmemory.agent.sandbox
+    [sandbox]                            # see turnmemory.agent.bash._sandbox
     mode = "workspace-write"             # or "read-only", "off"
     readable = ["~/.pyenv"]              # more paths bash may read inside the sandbox
 
@@ -71,9 +71,9 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Generic, Literal, TypeGuard, TypeVar
 
+from turnmemory.agent.bash import SANDBOX_MODES, SandboxMode
 from turnmemory.agent.compaction import COMPACTION_MODES, CompactionMode
 from turnmemory.agent.permissions import Rule, parse_rules
-from turnmemory.agent.sandbox import SANDBOX_MODES, SandboxMode
 from turnmemory.boundary import DEFAULT_POLICY, BoundaryPolicy
 from turnmemory.llm import (
     DEFAULT_MAX_ARGUMENT_BYTES,
@@ -659,7 +659,7 @@ class AgentConfig:
     of each turn and of the session (the REPL's usage line, ``run --format json``)."""
     allow: tuple[Rule, ...] = ()
     sandbox: SandboxMode = "workspace-write"
-    """Where bash runs: ``workspace-write``, ``read-only`` or ``off`` (see :mod:`turnmemory.agent.sandbox`)."""
+    """Where bash runs: ``workspace-write``, ``read-only`` or ``off`` (see :mod:`turnmemory.agent.bash._sandbox`)."""
     sandbox_readable: tuple[str, ...] = ()
     mcp: Mapping[str, Any] = field(default_factory=dict)
     timeout: float | None = None

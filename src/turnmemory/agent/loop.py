@@ -21,25 +21,32 @@ model or provider drops the pending state and persists it as a ``pending_drop`` 
 
 from __future__ import annotations
 
-import importlib
-import json
 import os
 import time
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal, Protocol
 
+from turnmemory._text import compact_json
 from turnmemory.agent import _credentials
+from turnmemory.agent._context import ContextLayer, context_layers
 from turnmemory.agent._interrupted import NOTE, STOPPED, journal, read_interrupted
+from turnmemory.agent._oneshot import closing, run_once, subagent_answer
 from turnmemory.agent._spill import SpillArea
 from turnmemory.agent._usage import RequestUsage, UsageLedger, usage_dict
-from turnmemory.agent.compaction import TARGET, TRIGGER, Compaction, cut_point, marker, summary_request
+from turnmemory.agent.bash import open_sandbox
+from turnmemory.agent.compaction import (
+    Compaction,
+    far_from_window,
+    make_way,
+    marker,
+    summary_request,
+    summary_words,
+)
 from turnmemory.agent.config import AgentConfig, ConfigError, ToolHistory, credentials
 from turnmemory.agent.permissions import Access, Asker, Permissions
-from turnmemory.agent.prompt import SUBAGENT_PROMPT, system_prompt
+from turnmemory.agent.prompt import system_prompt
 from turnmemory.agent.rewind import checkpoints, rewind
-from turnmemory.agent.sandbox import open_sandbox
 from turnmemory.agent.store import LoadedSession, SessionStore, TurnStatus, transcript_items
 from turnmemory.agent.store._journal import JournalEntry
 from turnmemory.agent.tools import READ_ONLY_TOOLS, Tool, ToolContext, ToolError, ToolRegistry, builtin_tools
@@ -82,16 +89,6 @@ class TurnOutcome:
     usage: Usage = field(default_factory=Usage)
     requests: tuple[RequestUsage, ...] = ()
     """Each request's usage, with the cause of its cache miss."""
-
-
-@dataclass(frozen=True, slots=True)
-class ContextLayer:
-    """One layer of the next request: its size in UTF-8 bytes of the provider's JSON, and in tokens
-    (the client's estimate, calibrated by the usage the provider reported)."""
-
-    name: str
-    size: int
-    tokens: int = 0
 
 
 ClientFactory = Callable[[AgentConfig, "str | None"], Client]
@@ -148,17 +145,6 @@ def session_config(
 
 
 _TERMINAL_STATUS: dict[str, TurnStatus] = {"done": "done", "incomplete": "incomplete", "error": "error"}
-
-
-@contextmanager
-def _closing(events: Iterator[Event]) -> Iterator[Iterator[Event]]:
-    """Close the turn's event generator however the loop over it ends (an interrupt saves pending state)."""
-    try:
-        yield events
-    finally:
-        close = getattr(events, "close", None)
-        if callable(close):
-            close()
 
 
 def _specs(tools: ToolRegistry) -> list[ToolSpec]:
@@ -281,7 +267,7 @@ class Agent:
         try:
             request = f"{prompt}\n\n{attachments}" if attachments else prompt
             events = self.client.run_turn(history, request, tools=_specs(self.tools), execute=self._execute)
-            with _closing(events):
+            with closing(events):
                 for event in events:
                     record(event, recorder)
                     elapsed = None
@@ -314,11 +300,25 @@ class Agent:
         outcome = self._finish(prompt, recorder, durations, status, error, reason, usage)
         if reason == "context_overflow":
             self._drop_pending("the context window overflowed")
+        elif attachments:
+            self._own_pending()
         return outcome
+
+    def _own_pending(self) -> None:
+        """Let the pending state belong to the conversation as the session keeps it: the prompt as
+        typed, not as it was sent with its attached files, as a resumed process would find it."""
+        state = self.client.pending_state()
+        if state is not None:
+            carried = tuple(_carried(self.messages, state.turns))
+            self.client.restore_pending(Pending(state.items, carried, state.turns, state.latest))
 
     def _start_usage(self) -> None:
         """Tell the usage ledger what changed since the last turn (the causes of a cache miss)."""
-        sent = (self.config.provider, self.config.model, _json([s.schema() for s in _specs(self.tools)]))
+        sent = (
+            self.config.provider,
+            self.config.model,
+            compact_json([s.schema() for s in _specs(self.tools)]),
+        )
         last, self._sent = self._sent, sent
         self.usage.turn_started(
             time.monotonic(),
@@ -342,17 +342,14 @@ class Agent:
         budget = accounting.limits.budget
         specs = _specs(self.tools)
         bound = self.client.request_bound(self.request_history(), prompt or ".", tools=specs)
-        if not force and bound is not None and bound <= TRIGGER * budget:
+        if not force and bound is not None and far_from_window(bound, budget):
             return None  # surely far from the window, known without loading the tokenizer
         before = self.request_tokens(prompt)
-        if not force and before <= TRIGGER * budget:
+        if not force and far_from_window(before, budget):
             return None
         sizes = [accounting.scaled(accounting.counter.value(m.to_dict())) for m in self.messages]
-        excess = sum(sizes) if force else before - int(TARGET * budget)
         limit = _turn_start(self.messages, self.client.pending_turns) if self.client.pending_turns else None
-        cut = cut_point(self.messages, sizes, excess, keep=1, limit=limit)
-        if before - sum(sizes[:cut]) > budget:  # the latest turn alone does not fit: it goes too
-            cut = cut_point(self.messages, sizes, excess, keep=0, limit=limit)
+        cut = make_way(self.messages, sizes, before, budget, force=force, limit=limit)
         if cut == 0:
             if force:
                 self.view.notice("nothing to compact: the session has one turn")
@@ -386,18 +383,11 @@ class Agent:
     def _summarize(self, messages: list[Message], budget: int) -> str | None:
         """A model-written summary of ``messages`` (a request without tools), or ``None`` on failure."""
         client = self._client_factory(self.config, None)
-        history, prompt = summary_request(messages, words=max(100, min(1500, budget // 40)))
-        recorder = TurnRecorder(self.workspace)
-        final: Event | None = None
-        with _closing(client.run_turn(history, prompt)) as events:
-            for event in events:
-                record(event, recorder)
-                if event.terminal:
-                    final = event
-        summary = recorder.prose.strip()
-        if final is not None and final.kind == "done" and summary:
+        history, prompt = summary_request(messages, words=summary_words(budget))
+        summary, failure = run_once(client, history, prompt, self.workspace)
+        if failure is None and summary:
             return summary
-        why = (final.error or final.reason) if final is not None else "no result"
+        why = failure or "it was empty"
         self.view.notice(f"the summary of earlier turns failed ({why}); they are dropped instead")
         return None
 
@@ -489,31 +479,15 @@ class Agent:
             return ToolResult(error=_credentials.scrub(f"{name} failed: {failure.strerror or failure}"))
 
     def _run_subagent(self, agent: str, task: str) -> str:
-        """Run a delegated task with a fresh client and read-only tools; its final prose.
-
-        The subagent's client is discarded afterwards, so its pending state is never saved or injected.
-        """
-        client = self._client_factory(self.config, None)
-        recorder = TurnRecorder(self.workspace)
-        history = [Message(role="system", content=f"{SUBAGENT_PROMPT}\nThe workspace is {self.workspace}.")]
-        final: Event | None = None
+        """Run a delegated task with a fresh client and read-only tools (see :mod:`._oneshot`)."""
 
         def execute(call_id: str, name: str, arguments: dict[str, Any]) -> ToolResult:
             return self._run_call(self._readonly, call_id, name, arguments, None)
 
-        with _closing(
-            client.run_turn(history, task, tools=_specs(self._readonly), execute=execute)
-        ) as events:
-            for event in events:
-                record(event, recorder)
-                if event.terminal:
-                    final = event
-        answer = recorder.prose.strip()
-        if final is None or final.kind != "done":
-            why = (final.error or final.reason) if final is not None else "no result"
-            partial = f"; its partial answer: {answer}" if answer else ""
-            raise ToolError(f"subagent {agent} did not finish ({why}){partial}")
-        return answer or "(the subagent gave no answer)"
+        client = self._client_factory(self.config, None)
+        return subagent_answer(
+            client, self.workspace, agent, task, tools=_specs(self._readonly), execute=execute
+        )
 
     # -- sessions, models --------------------------------------------------------------------------
 
@@ -663,26 +637,7 @@ class Agent:
 
     def context_layers(self) -> list[ContextLayer]:
         """What the next request will carry, by layer, in UTF-8 bytes of the provider's JSON."""
-        history = self.request_history()
-        pending = self.client.pending or []
-        accounting = self.client.accounting
-
-        def layer(name: str, text: str, minus: str = "") -> ContextLayer:
-            tokens = accounting.counter.text(text) - (accounting.counter.text(minus) if minus else 0)
-            return ContextLayer(name, max(_size(text) - _size(minus), 0), accounting.scaled(max(tokens, 0)))
-
-        layers = [
-            layer("system", self.system.content),
-            layer("tool definitions", json.dumps([spec.schema() for spec in _specs(self.tools)])),
-            layer("user", "\n".join(m.content for m in history if m.role == "user")),
-            layer("assistant prose", "\n".join(m.content for m in history if m.role == "assistant")),
-        ]
-        formatter = _formatter(self.config.provider)
-        if formatter is not None:
-            bare = [Message(role=m.role, content=m.content) for m in history]
-            layers.append(layer("historical tool blocks", _json(formatter(history)), _json(formatter(bare))))
-        layers.append(layer("pending", _json(pending) if pending else ""))
-        return layers
+        return context_layers(self.config.provider, self.client, self.request_history(), _specs(self.tools))
 
 
 def _unknown(recorder: TurnRecorder, started: dict[str, float]) -> None:
@@ -711,20 +666,3 @@ def _remember_credentials(config: AgentConfig) -> None:
     _credentials.remember_environment()
     if config.provider == "bedrock":
         _credentials.remember(_credentials.aws_keys())
-
-
-def _formatter(provider: str) -> Callable[[list[Message]], Any] | None:
-    try:
-        module = importlib.import_module(f"turnmemory.providers.{provider}")
-    except ModuleNotFoundError:
-        return None
-    to_request: Callable[[list[Message]], Any] = module.to_request
-    return to_request
-
-
-def _json(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
-
-
-def _size(text: str) -> int:
-    return len(text.encode("utf-8"))

@@ -1,4 +1,4 @@
-"""Who may do what: access requests, allow rules, the dangerous-command classifier, the decision.
+"""Who may do what: access requests, allow rules and the decision.
 
 Every tool call states the access it needs (:class:`Access`). Reads inside the workspace are granted
 outright; everything else is granted by an allow rule (``--allow``, ``[permissions] allow``), by an
@@ -13,9 +13,9 @@ Rules are ``KIND`` or ``KIND:PATTERN`` (shell-style wildcards):
 - ``bash`` with an optional command pattern (``bash:git *``; a pattern ending in `` *`` also matches
   the command without arguments). A script matches the bash patterns only when it is plain (parsed
   by a real bash grammar into literal simple commands joined by ``&&``, ``||``, ``;``, ``|`` or
-  newlines, redirected only into the workspace or ``/dev/null``: see :mod:`._bash`) and each of its
+  newlines, redirected only into the workspace or ``/dev/null``: see :mod:`.bash._grammar`) and each of its
   simple commands is covered by one of them: the pattern matches it, and what the command does
-  beyond its program's own work (:mod:`._programs`) is covered too. A wildcard never covers an option
+  beyond its program's own work (:mod:`.bash._programs`) is covered too. A wildcard never covers an option
   or subcommand that runs another program or moves the program elsewhere (``git -c``, ``find
   -exec``): the pattern must spell it out, or, for a command a runner runs as given (``timeout 60
   make``), the patterns must cover that command. A path outside the workspace needs the read or
@@ -43,7 +43,7 @@ from fnmatch import fnmatchcase
 from typing import Literal, NamedTuple
 
 from turnmemory._text import terminal_safe
-from turnmemory.agent import _bash, _programs
+from turnmemory.agent.bash import _grammar, _programs
 
 __all__ = [
     "KINDS",
@@ -54,7 +54,6 @@ __all__ = [
     "Decision",
     "Permissions",
     "Rule",
-    "dangerous_reason",
     "parse_rule",
     "parse_rules",
     "plain_problem",
@@ -183,168 +182,22 @@ def resolve_path(raw: str, workspace: str) -> tuple[str, bool]:
     return real, inside
 
 
-# -- the dangerous-command classifier -------------------------------------------------------------
-
-_SEGMENT_SPLIT = re.compile(r"\$\(|<\(|>\(|[;&|\n(){}`]")
-_BLOCK_DEVICE = re.compile(r"/dev/(?:sd|hd|nvme|xvd|vd|disk|mmcblk|dm-)")
-_DOWNLOADERS = frozenset({"curl", "wget", "fetch"})
-_SCRIPT_INTERPRETERS = frozenset({"python", "perl", "ruby", "node"})
-_MAX_DEPTH = 4
-_MAX_CHECKED_BYTES = 200_000
-_MAX_WORDS = 1000
-"""Longer scripts and commands are dangerous: checking them would take too long, so they are asked about."""
 _SHOWN = 300
 """The most of a subject a refusal repeats."""
-_ALWAYS = {
-    "sudo": "runs as another user",
-    "doas": "runs as another user",
-    "mkfs": "formats a file system",
-    "fdisk": "edits partitions",
-    "wipefs": "wipes file system signatures",
-    "shutdown": "shuts the machine down",
-    "reboot": "reboots the machine",
-    "halt": "halts the machine",
-    "poweroff": "powers the machine off",
-}
-
-
-def dangerous_reason(command: str) -> str | None:
-    """Why ``command`` is dangerous (``"recursive force delete"``...), or ``None``.
-
-    Reads the script with the same bash grammar as the rules and looks at every command in it, at
-    any depth: in pipelines, substitutions, subshells, functions, and inside quoted arguments,
-    heredocs and ``sh -c`` / ``eval`` texts, so it errs on the side of asking: ``echo "rm -rf x"`` is
-    flagged too. What it cannot see into (a program name, ``eval`` or ``sh -c`` text computed at run
-    time) is dangerous; a script that does not parse is also split crudely at every separator.
-    """
-    return _dangerous(command, 0)
-
-
-def _dangerous(command: str, depth: int) -> str | None:
-    if len(command) > _MAX_CHECKED_BYTES:
-        return "a script too long to check"
-    found = _bash.survey(command)
-    for pipeline in found.pipelines:
-        for index, words in enumerate(pipeline):
-            if _program_names(words) & _DOWNLOADERS:
-                later = set().union(*(_program_names(after) for after in pipeline[index + 1 :]))
-                if later & _bash.SHELLS:
-                    return "downloaded script piped into a shell"
-                if later & _SCRIPT_INTERPRETERS:
-                    return "downloaded script piped into an interpreter"
-    for words, inner in found.nested:
-        if inner in _DOWNLOADERS and _program_names(words) & _bash.SHELLS:
-            return "shell running a downloaded script"
-    if found.recursive:
-        return "fork bomb"
-    if any(_BLOCK_DEVICE.match(target) for target in found.writes):
-        return "write to a block device"
-    commands = found.commands if found.complete else [*found.commands, *_crude_segments(command)]
-    for words in commands:
-        if len(words) > _MAX_WORDS:
-            return "a command too long to check"
-        looks: dict[str, int] = {}
-        for index, word in enumerate(words):
-            name = os.path.basename(word)
-            if not (name in _CHECKED or name.startswith("mkfs.")):
-                continue
-            # A later occurrence sees fewer arguments, so one look per program suffices (linear time);
-            # git's reasons depend on the subcommand after it, so it gets a few.
-            looks[name] = looks.get(name, 0) + 1
-            if looks[name] > (8 if name == "git" else 1):
-                continue
-            reason = _word_reason(name, list(words[index + 1 :]))
-            if reason:
-                return reason
-    if found.computed and depth == 0:
-        return found.computed[0]
-    if depth < _MAX_DEPTH:
-        for text in found.texts:
-            reason = _dangerous(text, depth + 1)
-            if reason:
-                return reason
-    return None
-
-
-def _program_names(words: Sequence[str]) -> set[str]:
-    return {_bash.program_name(word) for word in words}
-
-
-def _crude_segments(command: str) -> list[tuple[str, ...]]:
-    unquoted = command.replace('"', " ").replace("'", " ").replace("\\", "")
-    return [tuple(segment.split()) for segment in _SEGMENT_SPLIT.split(unquoted)]
-
-
-_CHECKED = frozenset({*_ALWAYS, "rm", "chmod", "dd", "find", "git"})
-"""The programs :func:`_word_reason` knows."""
-
-
-def _word_reason(name: str, rest: list[str]) -> str | None:
-    if name in _ALWAYS:
-        return _ALWAYS[name]
-    if name.startswith("mkfs."):
-        return _ALWAYS["mkfs"]
-    flags = _short_flags(rest)
-    if name == "rm" and _has(flags, rest, "rR", "--recursive") and _has(flags, rest, "f", "--force"):
-        return "recursive force delete"
-    if (
-        name == "chmod"
-        and _has(flags, rest, "R", "--recursive")
-        and {"777", "0777", "a+rwx", "ugo+rwx"} & set(rest)
-    ):
-        return "recursive world-writable permissions"
-    if name == "dd" and any(arg.startswith("of=/dev/") for arg in rest):
-        return "raw write to a device"
-    if name == "find" and ("-delete" in rest or any(arg in ("rm", "/bin/rm") for arg in rest)):
-        return "find that deletes files"
-    if name == "git":
-        return _git_reason(rest)
-    return None
-
-
-def _git_reason(rest: list[str]) -> str | None:
-    words = [word for word in rest if not word.startswith("-")]
-    if not words:
-        return None
-    sub, args = words[0], rest[rest.index(words[0]) + 1 :]
-    flags = _short_flags(args)
-    if sub == "push" and (
-        _has(flags, args, "f", "--force")
-        or "--force-with-lease" in args
-        or any(a.startswith("+") for a in args)
-    ):
-        return "force push"
-    if sub == "reset" and "--hard" in args:
-        return "hard reset discards changes"
-    if sub == "clean" and _has(flags, args, "f", "--force"):
-        return "git clean deletes untracked files"
-    if sub == "checkout" and ("--" in args or "." in args):
-        return "checkout discards working-tree changes"
-    if sub == "branch" and ("-D" in args or ("--delete" in args and "--force" in args)):
-        return "force-deletes a branch"
-    return None
-
-
-def _short_flags(words: Sequence[str]) -> str:
-    return "".join(word[1:] for word in words if word.startswith("-") and not word.startswith("--"))
-
-
-def _has(flags: str, words: Sequence[str], letters: str, long: str) -> bool:
-    return any(letter in flags for letter in letters) or any(word.startswith(long) for word in words)
 
 
 # -- plain scripts and session scopes ------------------------------------------------------------
 
 
 def plain_problem(command: str, workspace: str) -> str | None:
-    """Why the bash script ``command`` is not plain, or ``None`` (see :mod:`._bash`): only a plain
+    """Why the bash script ``command`` is not plain, or ``None`` (see :mod:`.bash._grammar`): only a plain
     script can match a bash rule's pattern or get a session grant. Redirection targets must resolve
     inside ``workspace`` (or be ``/dev/null``)."""
-    script = _bash.parse_plain(command)
+    script = _grammar.parse_plain(command)
     if script.problem is not None:
         return script.problem
     for target in script.targets:
-        if target not in _bash.DEV_TARGETS and not resolve_path(target, workspace)[1]:
+        if target not in _grammar.DEV_TARGETS and not resolve_path(target, workspace)[1]:
             return f"a redirection outside the workspace ({_visible(target)})"
     return None
 
@@ -370,7 +223,7 @@ def _literal_prefix(pattern: str) -> str:
 
 def _exact_pattern(words: Sequence[str]) -> str:
     """A pattern matching exactly ``words``."""
-    return re.sub(r"([*?\[])", r"[\1]", _bash.command_text(words))
+    return re.sub(r"([*?\[])", r"[\1]", _grammar.command_text(words))
 
 
 def _outside(path: str, workspace: str) -> bool:
@@ -395,12 +248,12 @@ def _beyond_own_work(words: Sequence[str], workspace: str, depth: int = 0) -> bo
     )
 
 
-def _scope_rule(simple: _bash.SimpleCommand, workspace: str) -> Rule:
+def _scope_rule(simple: _grammar.SimpleCommand, workspace: str) -> Rule:
     """What an "allow for this session" answer grants for one command: its prefix, or the command
     exactly when it does more than its program's own work (an escape, a path outside)."""
     if _beyond_own_work(simple.words, workspace):
         return Rule("bash", _exact_pattern(simple.words))
-    words, more = _bash.prefix(simple.words)
+    words, more = _grammar.prefix(simple.words)
     pattern = _exact_pattern(words)
     return Rule("bash", pattern + " *" if more else pattern)
 
@@ -490,7 +343,7 @@ class _BashCheck:
         problem = plain_problem(command, self.workspace)
         if problem is not None:
             return _Gap(f"not a plain command: {problem}", "only --allow bash permits it")
-        commands = _bash.parse_plain(command).commands
+        commands = _grammar.parse_plain(command).commands
         missing = [c for c in commands if not any(_command_matches(p, c.text) for p, _ in self.patterns)]
         if missing:
             rules = dict.fromkeys(_scope_rule(simple, self.workspace) for simple in missing)
@@ -512,7 +365,7 @@ class _BashCheck:
             self.written.update(
                 _resolve(target, cwd)
                 for target in simple.targets
-                if target not in _bash.DEV_TARGETS
+                if target not in _grammar.DEV_TARGETS
                 for cwd in cwds
             )
             if len(cwds) > _MAX_DIRECTORIES:
@@ -530,7 +383,7 @@ class _BashCheck:
     ) -> _Gap | None:
         """None when a pattern covers the simple command ``words``, else the gap of the first that
         matches (``extra``: more patterns, for a command a runner runs)."""
-        text = _bash.command_text(words)
+        text = _grammar.command_text(words)
         first: _Gap | None = None
         for pattern, since in (*extra, *self.patterns):
             if _command_matches(pattern, text):
@@ -540,7 +393,7 @@ class _BashCheck:
                 first = first or gap
         return first or _Gap(
             f"{_visible(text)[:_SHOWN]} matches no bash rule",
-            f"rerun with --allow {_quoted(_scope_rule(_bash.SimpleCommand(tuple(words)), self.workspace))} "
+            f"rerun with --allow {_quoted(_scope_rule(_grammar.SimpleCommand(tuple(words)), self.workspace))} "
             "or --allow bash",
         )
 
@@ -556,11 +409,11 @@ class _BashCheck:
     ) -> _Gap | None:
         """What of ``words`` the matching ``pattern`` does not cover: None when it covers all."""
         literal = len(_literal_prefix(pattern))
-        name = _visible(_bash.program_name(words[0]))
+        name = _visible(_grammar.program_name(words[0]))
         exact = f"--allow {_quoted(Rule('bash', _exact_pattern(words)))}"
 
         def spelled(end: int) -> bool:
-            return len(_bash.command_text(words[:end])) <= literal
+            return len(_grammar.command_text(words[:end])) <= literal
 
         for cwd in cwds:
             for index in globbed:
@@ -581,7 +434,7 @@ class _BashCheck:
                     continue
                 if escape.inner is not None and depth < _MAX_INNER:
                     # A runner's command: covered by the patterns, or by what this one says after the runner.
-                    head = len(_bash.command_text(words[: escape.start])) + 1
+                    head = len(_grammar.command_text(words[: escape.start])) + 1
                     tail = [(pattern[head:], since)] if spelled(escape.start + 1) and pattern[head:] else []
                     if self.command(escape.inner, (), cwds, changed, depth + 1, tail) is None:
                         continue
@@ -624,7 +477,7 @@ class _BashCheck:
     ) -> _Gap | None:
         """Whether a file the command names is inside the workspace, or granted like a file tool's access."""
         word = use.path.removeprefix("file://") if use.path.startswith("file://") else use.path
-        if not word or word == "-" or word in _bash.DEV_TARGETS or word in ("/dev/stdin", "/dev/zero"):
+        if not word or word == "-" or word in _grammar.DEV_TARGETS or word in ("/dev/stdin", "/dev/zero"):
             return None
         for found in _glob(word, cwd) if globbed else [word]:
             real = _resolve(found, cwd)
@@ -670,7 +523,7 @@ def session_scope(access: Access, workspace: str) -> tuple[Rule, ...]:
     """The rules an "allow for this session" answer adds for ``access``; none for a dangerous command
     or a bash script that is not plain (such an answer allows it once).
 
-    A bash script grants each of its simple commands' prefix (see :func:`._bash.prefix`): ``git
+    A bash script grants each of its simple commands' prefix (see :func:`._grammar.prefix`): ``git
     status`` grants ``git status *``, ``python3 app.py`` grants ``python3 app.py *``; a command that
     does more than its program's own work (``git -c x=y status``, ``cat /etc/hosts``) grants itself
     exactly, and what a granted prefix covers is decided like any pattern's. An outside path
@@ -682,7 +535,7 @@ def session_scope(access: Access, workspace: str) -> tuple[Rule, ...]:
     if access.kind == "bash":
         if plain_problem(access.subject, workspace) is not None:
             return ()
-        rules = [_scope_rule(simple, workspace) for simple in _bash.parse_plain(access.subject).commands]
+        rules = [_scope_rule(simple, workspace) for simple in _grammar.parse_plain(access.subject).commands]
         return tuple(dict.fromkeys(rules))
     if access.kind in _PATH_KINDS and access.outside:
         pattern = (

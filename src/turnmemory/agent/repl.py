@@ -63,6 +63,7 @@ from turnmemory.agent.loop import Agent, TurnOutcome
 from turnmemory.agent.permissions import Access, Answer, Rule, session_scope
 from turnmemory.agent.store import LoadedSession, SessionStoreError, data_dir
 from turnmemory.llm import Event, Usage
+from turnmemory.providers import PROVIDERS
 
 __all__ = ["COMMANDS", "ReplCompleter", "ReplView", "SafeConsole", "run_chat"]
 
@@ -687,7 +688,7 @@ class Repl:
             self.console.print(Text(f"{self.agent.config.provider} {self.agent.config.model}"))
             return
         provider, model = (words[0], words[1]) if len(words) > 1 else (None, words[0])
-        if provider is None and ":" in model and model.split(":", 1)[0] in _PROVIDERS:
+        if provider is None and ":" in model and model.split(":", 1)[0] in PROVIDERS:
             provider, model = model.split(":", 1)
         self.agent.switch_model(provider, model)
         self.console.print(
@@ -782,9 +783,6 @@ class Repl:
                 f"{count} {cause.replace('_', ' ')}" for cause, count in misses.items()
             )
         self.console.print(f"[dim]{line}[/]")
-
-
-_PROVIDERS = ("anthropic", "openai_chat", "openai_responses", "gemini", "bedrock")
 
 
 def _bindings() -> KeyBindings:

@@ -13,14 +13,7 @@
 Importing this package needs no SDK; each provider's SDK is imported when its client is opened.
 """
 
-from turnmemory.llm._client import (
-    DEFAULT_MAX_ARGUMENT_BYTES,
-    DEFAULT_MAX_CALLS,
-    DEFAULT_MAX_TOOL_TURNS,
-    Client,
-    Pending,
-    record_items,
-)
+from turnmemory.llm._client import Client, Pending, record_items
 from turnmemory.llm._open import PROVIDERS, open_client
 from turnmemory.llm._reduce import CLEARED
 from turnmemory.llm._retry import RetryPolicy
@@ -35,7 +28,13 @@ from turnmemory.llm._tokens import (
     open_counter,
 )
 from turnmemory.llm._tools import ToolSpec
-from turnmemory.llm._turn import UNKNOWN, Execute
+from turnmemory.llm._turn import (
+    DEFAULT_MAX_ARGUMENT_BYTES,
+    DEFAULT_MAX_CALLS,
+    DEFAULT_MAX_TOOL_TURNS,
+    UNKNOWN,
+    Execute,
+)
 from turnmemory.llm.events import TERMINAL_KINDS, Event, EventKind, Reason, Usage, record
 from turnmemory.providers._tools import ToolResult
 

@@ -39,7 +39,7 @@ from turnmemory.llm._retry import RetryPolicy
 from turnmemory.llm._sdk import Sdk
 from turnmemory.llm._tokens import Accounting, ContextLimits, TokenCounter, open_counter
 from turnmemory.llm._tools import ToolSpec, tool_table
-from turnmemory.llm._turn import Execute, Outcome, Turn
+from turnmemory.llm._turn import Execute, Outcome, Turn, TurnLimits
 from turnmemory.llm.events import Event
 from turnmemory.memory import Message
 from turnmemory.providers import Wire
@@ -51,9 +51,6 @@ from turnmemory.segments import TurnRecorder
 
 __all__ = [
     "DEFAULT_CACHE_TTL",
-    "DEFAULT_MAX_ARGUMENT_BYTES",
-    "DEFAULT_MAX_CALLS",
-    "DEFAULT_MAX_TOOL_TURNS",
     "Client",
     "Pending",
     "Trace",
@@ -62,16 +59,6 @@ __all__ = [
 
 DEFAULT_CACHE_TTL = 300.0
 """Seconds a prompt-cache entry lives unused (Anthropic's and OpenAI's in-memory default)."""
-
-DEFAULT_MAX_TOOL_TURNS = 10_000
-"""Tool rounds one turn may run: a guard against a model that never stops, far past ordinary long
-work (the window is kept by the reducer, the time by the turn's deadline)."""
-
-DEFAULT_MAX_CALLS = 100
-"""Calls of one response that run."""
-
-DEFAULT_MAX_ARGUMENT_BYTES = 1_000_000
-"""The largest arguments of one call that run (UTF-8 bytes of their compact JSON)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,38 +94,18 @@ class Client:
         provider: str,
         model: str,
         retry: RetryPolicy,
-        max_tool_turns: int = DEFAULT_MAX_TOOL_TURNS,
-        max_calls: int = DEFAULT_MAX_CALLS,
-        max_argument_bytes: int = DEFAULT_MAX_ARGUMENT_BYTES,
-        deadline: float | None = None,
+        turn_limits: TurnLimits | None = None,
         limits: ContextLimits | None = None,
         counter: TokenCounter | None = None,
         boundary: BoundaryPolicy = DEFAULT_POLICY,
         cache_ttl: float | None = DEFAULT_CACHE_TTL,
     ) -> None:
-        for name, value in (
-            ("max_tool_turns", max_tool_turns),
-            ("max_calls", max_calls),
-            ("max_argument_bytes", max_argument_bytes),
-        ):
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"{name}: expected a whole number of at least 1, got {value!r}")
-        if deadline is not None and not deadline > 0:
-            raise ValueError("deadline: expected a positive number of seconds or None")
         self.provider = provider
         self.model = model
         self.retry = retry
-        self.max_tool_turns = max_tool_turns
-        """The most tool rounds (responses with calls) one turn may run before it ends ``tool_limit``."""
-        self.max_calls = max_calls
-        """The most calls of one response that run; the rest are answered that they did not."""
-        self.max_argument_bytes = max_argument_bytes
-        """The largest arguments (UTF-8 bytes of compact JSON) a call may carry and still run."""
-        self.deadline = deadline
-        """Seconds one turn may take, tools included, or ``None``: past it the turn ends (``deadline``).
-
-        It is checked before each request, before each retry's wait and at each streamed event; a
-        stream that sends nothing ends at the read timeout, which ``open_client`` keeps within it."""
+        self.turn_limits = turn_limits or TurnLimits()
+        """What one turn may do: its tool rounds, the calls of one response, one call's arguments, its
+        duration; may change between turns."""
         self.accounting = Accounting(counter or open_counter(), limits or ContextLimits.of(model))
         """The context window, the output reserve and the calibrated token estimate of requests."""
         self.boundary: BoundaryPolicy = boundary
@@ -316,10 +283,7 @@ class Client:
             execute,
             accounting=self.accounting,
             retry=self.retry,
-            max_tool_turns=self.max_tool_turns,
-            max_calls=self.max_calls,
-            max_argument_bytes=self.max_argument_bytes,
-            deadline=self.deadline,
+            limits=self.turn_limits,
         )
         outcome: Outcome | None = None
         self._running = (turn, owner)

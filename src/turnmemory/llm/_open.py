@@ -6,16 +6,16 @@ import importlib
 from typing import Any
 
 from turnmemory.boundary import DEFAULT_POLICY, BoundaryPolicy
-from turnmemory.llm._client import (
-    DEFAULT_CACHE_TTL,
-    DEFAULT_MAX_ARGUMENT_BYTES,
-    DEFAULT_MAX_CALLS,
-    DEFAULT_MAX_TOOL_TURNS,
-    Client,
-)
+from turnmemory.llm._client import DEFAULT_CACHE_TTL, Client
 from turnmemory.llm._retry import RetryPolicy
 from turnmemory.llm._sdk import DEFAULT_CONNECT_TIMEOUT, DEFAULT_TIMEOUT, Endpoint, Settings
 from turnmemory.llm._tokens import ContextLimits, Tokenizer, open_counter
+from turnmemory.llm._turn import (
+    DEFAULT_MAX_ARGUMENT_BYTES,
+    DEFAULT_MAX_CALLS,
+    DEFAULT_MAX_TOOL_TURNS,
+    TurnLimits,
+)
 from turnmemory.providers import PROVIDERS
 from turnmemory.replay import ArgumentPolicy, IdStyle
 
@@ -103,6 +103,7 @@ def open_client(
         raise ValueError(f"provider: expected one of {', '.join(PROVIDERS)}, got {provider!r}")
     if not isinstance(model, str) or not model:
         raise ValueError("model: expected a non-empty string")
+    turn_limits = TurnLimits(max_tool_turns, max_calls, max_argument_bytes, deadline)
     timeout = DEFAULT_TIMEOUT if timeout is None else timeout
     connect_timeout = DEFAULT_CONNECT_TIMEOUT if connect_timeout is None else connect_timeout
     for name, seconds in (("timeout", timeout), ("connect_timeout", connect_timeout)):
@@ -150,10 +151,7 @@ def open_client(
         provider=provider,
         model=model,
         retry=retry or RetryPolicy(),
-        max_tool_turns=max_tool_turns,
-        max_calls=max_calls,
-        max_argument_bytes=max_argument_bytes,
-        deadline=deadline,
+        turn_limits=turn_limits,
         limits=limits,
         counter=counter,
         boundary=boundary,

@@ -29,7 +29,27 @@ from turnmemory.llm.events import Event, Reason
 from turnmemory.providers._render import Item
 from turnmemory.providers._tools import Call, ToolResult
 
-__all__ = ["UNKNOWN", "Execute", "Outcome", "Turn"]
+__all__ = [
+    "DEFAULT_MAX_ARGUMENT_BYTES",
+    "DEFAULT_MAX_CALLS",
+    "DEFAULT_MAX_TOOL_TURNS",
+    "UNKNOWN",
+    "Execute",
+    "Outcome",
+    "Turn",
+    "TurnLimits",
+]
+
+DEFAULT_MAX_TOOL_TURNS = 10_000
+"""Tool rounds one turn may run: a guard against a model that never stops, far past ordinary long
+work (the window is kept by the reducer, the time by the turn's deadline)."""
+
+DEFAULT_MAX_CALLS = 100
+"""Calls of one response that run."""
+
+DEFAULT_MAX_ARGUMENT_BYTES = 1_000_000
+"""The largest arguments of one call that run (UTF-8 bytes of their compact JSON)."""
+
 
 Execute = Callable[[str, str, dict[str, Any]], ToolResult]
 """Runs one tool call: ``execute(call_id, name, arguments) -> ToolResult``."""
@@ -40,6 +60,31 @@ UNKNOWN = ToolResult(
     "(check its effects before repeating it); it is not run again"
 )
 """The result of a call that started and never ended: whatever it did is not known, and it never reruns."""
+
+
+@dataclass(frozen=True, slots=True)
+class TurnLimits:
+    """What one turn may do; a ``ValueError`` for a limit out of its range."""
+
+    max_tool_turns: int = DEFAULT_MAX_TOOL_TURNS
+    """The most tool rounds (responses with calls) one turn may run before it ends ``tool_limit``."""
+    max_calls: int = DEFAULT_MAX_CALLS
+    """The most calls of one response that run; the rest are answered that they did not."""
+    max_argument_bytes: int = DEFAULT_MAX_ARGUMENT_BYTES
+    """The largest arguments (UTF-8 bytes of compact JSON) a call may carry and still run."""
+    deadline: float | None = None
+    """Seconds one turn may take, tools included, or ``None``: past it the turn ends (``deadline``).
+
+    It is checked before each request, before each retry's wait and at each streamed event; a
+    stream that sends nothing ends at the read timeout, which ``open_client`` keeps within it."""
+
+    def __post_init__(self) -> None:
+        for name in ("max_tool_turns", "max_calls", "max_argument_bytes"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name}: expected a whole number of at least 1, got {value!r}")
+        if self.deadline is not None and not self.deadline > 0:
+            raise ValueError("deadline: expected a positive number of seconds or None")
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,10 +117,7 @@ class Turn:
         *,
         accounting: Accounting,
         retry: RetryPolicy,
-        max_tool_turns: int,
-        max_calls: int,
-        max_argument_bytes: int,
-        deadline: float | None,
+        limits: TurnLimits,
     ) -> None:
         self._sdk = sdk
         self._format = request
@@ -83,11 +125,8 @@ class Turn:
         self._execute = execute
         self._accounting = accounting
         self._retry = retry
-        self._max_tool_turns = max_tool_turns
-        self._max_calls = max_calls
-        self._max_argument_bytes = max_argument_bytes
-        self._deadline = deadline
-        self._ends_at = None if deadline is None else time.monotonic() + deadline
+        self._limits = limits
+        self._ends_at = None if limits.deadline is None else time.monotonic() + limits.deadline
         self._reducer = Reducer(sdk.wire, accounting, options=sdk.options())
         self.pending = pending
         self.items: list[Item] = []
@@ -143,9 +182,11 @@ class Turn:
             return Outcome(reply.stop)
         yield from self.execute(reply)
         self._tool_turns += 1
-        if self._tool_turns < self._max_tool_turns:
+        if self._tool_turns < self._limits.max_tool_turns:
             return None
-        return Outcome("tool_limit", f"the turn reached its limit of {self._max_tool_turns} tool rounds")
+        return Outcome(
+            "tool_limit", f"the turn reached its limit of {self._limits.max_tool_turns} tool rounds"
+        )
 
     def request(self) -> tuple[dict[str, Any], list[ToolSpec]]:
         """The next request, and the tools it declares (placeholders for replayed tools not offered)."""
@@ -227,7 +268,7 @@ class Turn:
         )
         results: list[ToolResult] = []
         self._answering = (reply.calls, results)
-        for call in reply.calls[: self._max_calls]:
+        for call in reply.calls[: self._limits.max_calls]:
             arguments = copy.deepcopy(call.arguments) if call.arguments is not None else {}
             self._running = True
             yield Event("tool_start", call_id=call.id, name=call.name, arguments=arguments)
@@ -238,7 +279,7 @@ class Turn:
         excess = len(reply.calls) - len(results)
         if excess > 0:
             refused = ToolResult(
-                error=f"not run: one response may make at most {self._max_calls} tool calls and this one made "
+                error=f"not run: one response may make at most {self._limits.max_calls} tool calls and this one made "
                 f"{len(reply.calls)}; make fewer calls per response"
             )
             results.extend([refused] * excess)
@@ -265,10 +306,10 @@ class Turn:
     def _run(self, call: Call) -> ToolResult:
         """Run ``call`` if it names an offered tool with valid arguments; an error result otherwise."""
         size = _argument_bytes(call)
-        if size > self._max_argument_bytes:
+        if size > self._limits.max_argument_bytes:
             return ToolResult(
                 error=f"not run: the arguments of {call.name} are {size} bytes, more than the "
-                f"{self._max_argument_bytes} one call may carry; send the content in smaller parts"
+                f"{self._limits.max_argument_bytes} one call may carry; send the content in smaller parts"
             )
         problem = call_problem(call, self._tools)
         if problem is not None:
@@ -288,7 +329,9 @@ class Turn:
         return self._ends_at is not None and time.monotonic() >= self._ends_at
 
     def _expiry(self) -> RequestFailure:
-        return RequestFailure(f"the turn took longer than its deadline of {self._deadline:g} s", expired=True)
+        return RequestFailure(
+            f"the turn took longer than its deadline of {self._limits.deadline:g} s", expired=True
+        )
 
     def _classify(self, error: Exception) -> RequestFailure:
         """Any error of a request, as a ``RequestFailure``: whatever the SDK raises ends the turn cleanly."""

@@ -24,8 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from turnmemory.agent.bash import Sandbox
 from turnmemory.agent.permissions import Access, resolve_path
-from turnmemory.agent.sandbox import Sandbox
 
 __all__ = [
     "READ_CHUNK",

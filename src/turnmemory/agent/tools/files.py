@@ -46,6 +46,8 @@ COUNT_BYTES = 16 * 1024 * 1024
 FILE_DEADLINE = 30.0
 """How long one file tool call may take."""
 _SNIFF_BYTES = 8192
+_PATH = {"type": "string", "minLength": 1, "description": "File path, relative to the workspace or absolute."}
+"""The ``path`` argument of every file tool."""
 
 
 def _read_text(path: str, shown: str) -> str:
@@ -222,11 +224,7 @@ READ_FILE = Tool(
     input_schema={
         "type": "object",
         "properties": {
-            "path": {
-                "type": "string",
-                "minLength": 1,
-                "description": "File path, relative to the workspace or absolute.",
-            },
+            "path": _PATH,
             "offset": {
                 "type": "integer",
                 "minimum": 1,
@@ -279,11 +277,7 @@ WRITE_FILE = Tool(
     input_schema={
         "type": "object",
         "properties": {
-            "path": {
-                "type": "string",
-                "minLength": 1,
-                "description": "File path, relative to the workspace or absolute.",
-            },
+            "path": _PATH,
             "content": {"type": "string", "description": "The complete new content of the file."},
         },
         "required": ["path", "content"],
@@ -345,11 +339,7 @@ EDIT_FILE = Tool(
     input_schema={
         "type": "object",
         "properties": {
-            "path": {
-                "type": "string",
-                "minLength": 1,
-                "description": "File path, relative to the workspace or absolute.",
-            },
+            "path": _PATH,
             "oldString": {"type": "string", "minLength": 1, "description": "The exact text to replace."},
             "newString": {"type": "string", "description": "The replacement text."},
             "replaceAll": {"type": "boolean", "description": "Replace every occurrence. Default false."},

@@ -1,6 +1,6 @@
 """``bash``: run a shell command in the workspace, inside the OS sandbox when there is one.
 
-With a sandbox (:mod:`turnmemory.agent.sandbox`) the command is contained: it sees the workspace and
+With a sandbox (:mod:`turnmemory.agent.bash._sandbox`) the command is contained: it sees the workspace and
 the system's programs and nothing else, and has no network, so a plain command runs without asking.
 A command that needs more sets ``escalate`` with a justification; it then runs on the host, and only
 when the permission rules (or the user) allow it.
@@ -15,7 +15,7 @@ The command runs with stdin closed, behind a gate that lets it start only once a
 daemons end with it), times out, prints too much, or the turn is interrupted, and by the watchdog if
 the agent dies. A host command gets the agent's environment without the agent's credentials
 (:mod:`turnmemory.agent._credentials`); after a contained one, what it left that host git would run is
-set aside before anything else runs (:mod:`turnmemory.agent._git_guard`). A timeout is a tool error;
+set aside before anything else runs (:mod:`turnmemory.agent.bash._git_guard`). A timeout is a tool error;
 a non-zero exit is a completed call with ``failed_command``.
 """
 
@@ -31,7 +31,8 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from turnmemory.agent._credentials import host_environment
-from turnmemory.agent.permissions import Access, dangerous_reason
+from turnmemory.agent.bash import dangerous_reason
+from turnmemory.agent.permissions import Access
 from turnmemory.agent.tools._base import Action, Tool, ToolContext, ToolError, int_argument
 from turnmemory.agent.tools._reaper import hold
 

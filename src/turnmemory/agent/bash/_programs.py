@@ -3,7 +3,7 @@
 A bash rule's pattern names a program (``bash:git *``). Its wildcard covers that program doing its own
 work here, never what the program can be told to hand to another program or to do elsewhere.
 :func:`inspect` reads one simple command against a table per program (each cites the manual section
-it comes from) and reports three things for :mod:`.permissions` to decide:
+it comes from) and reports three things for :mod:`turnmemory.agent.permissions` to decide:
 
 - :class:`Escape`: words that make the program run another program (``git -c core.fsmonitor=CMD``,
   ``find -exec``, ``tar --to-command``, ``python -c``, a git alias) or work in another place
@@ -34,7 +34,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import NamedTuple
 
-from turnmemory.agent._argv import (
+from turnmemory.agent.bash._argv import (
     Escape,
     Inspection,
     Options,
@@ -50,7 +50,7 @@ from turnmemory.agent._argv import (
     read_text,
     scan,
 )
-from turnmemory.agent._bash import INTERPRETERS, code_source, program_name
+from turnmemory.agent.bash._grammar import INTERPRETERS, code_source, program_name
 
 __all__ = [
     "Escape",

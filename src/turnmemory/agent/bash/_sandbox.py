@@ -9,7 +9,7 @@ Modes (``--sandbox``, ``TURNMEMORY_SANDBOX``, ``[sandbox] mode``):
   ``/tmp``, credential stores or sockets. No network (a private network namespace), a private PID namespace
   that dies with the agent, a new terminal session, no capabilities (even when the agent runs as
   root), and a minimal environment (no API keys). What host-side git would run stays out of reach
-  (:mod:`turnmemory.agent._git_guard`): the workspace's ``.git`` cannot be moved, replaced or made,
+  (:mod:`turnmemory.agent.bash._git_guard`): the workspace's ``.git`` cannot be moved, replaced or made,
   its ``config``, ``hooks`` and the like are read-only, nested repositories are read-only, and one a
   command makes is set aside when it ends.
 - ``read-only``: the same view with the workspace read-only.
@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from typing import Literal, get_args
 
 from turnmemory.agent._credentials import without_credentials
-from turnmemory.agent._git_guard import Repositories, guard
+from turnmemory.agent.bash._git_guard import Repositories, guard
 
 __all__ = ["SANDBOX_MODES", "Contained", "Sandbox", "SandboxMode", "open_sandbox", "sandbox_unavailable"]
 
