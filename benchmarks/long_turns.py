@@ -3,9 +3,11 @@
 One call per response (no prose between them), each reading a file of 2 to 4 KB, through the real
 SDK client of each provider against the loopback fake server (``turnmemory.testing``), with the
 client's default reserve and reducer chunk. For each provider and window it prints how many calls
-the turn ran and how it ended, how many results were cleared before the model read them, the
-tokens an iteration (one call and its result, as sent) costs in full, cleared and folded, and how
-many requests did not extend the one before (prompt-cache prefix rewrites) per 100 requests::
+the turn ran and how it ended, the longest turn that ends ``done`` (one call fewer than ran when the
+turn overflowed: ask for more calls than fit to find it), how many results were cleared before the
+model read them, the tokens a call costs (its call and result and the messages that carry them, as
+sent) in full, cleared and folded (a folded batch's messages shared by its calls), and how many
+requests did not extend the one before (prompt-cache prefix rewrites) per 100 requests::
 
     .venv/bin/python benchmarks/long_turns.py [--calls N] [--windows 32000,60000,128000] [PROVIDER ...]
 
@@ -91,20 +93,25 @@ def run(server: FakeProviderServer, provider: str, window: int, calls: int) -> d
         previous = items
         latest = [piece for piece in w.pieces(items) if piece.kind == "result"][-1:]
         unread += sum(1 for piece in latest if "does not fit" in piece.text)
-    costs: dict[str, list[int]] = {"full": [], "cleared": [], "folded": []}
     items = server.requests[-1].body[w.ITEMS]
-    pieces = w.pieces(items)
-    results = {piece.item: piece for piece in pieces if piece.kind == "result"}
-    for index, piece in results.items():
-        state = "folded" if piece.text == FOLDED else "cleared" if CLEARED in piece.text else "full"
-        costs[state].append(counter.value(items[index - 1]) + counter.value(items[index]))
+    pieces = [piece for piece in w.pieces(items) if piece.kind in ("call", "result")]
+    states = {
+        piece.call_id: "folded" if piece.text == FOLDED else "cleared" if CLEARED in piece.text else "full"
+        for piece in pieces
+        if piece.kind == "result"
+    }
+    costs: dict[str, float | None] = {}
+    for state in ("full", "cleared", "folded"):
+        ids = {call_id for call_id, found in states.items() if found == state}
+        held = {piece.item for piece in pieces if piece.call_id in ids}  # a folded batch holds many calls
+        costs[state] = sum(counter.value(items[i]) for i in held) / len(ids) if ids else None
     server.reset()
     return {
         "calls": sum(1 for event in events if event.kind == "tool_end"),
         "end": f"{end.kind}" + ("" if end.kind == "done" else f" ({end.reason})"),
         "unread": unread,
         "rewrites": rewrites,
-        "cost": {state: (sum(v) / len(v) if v else None) for state, v in costs.items()},
+        "cost": costs,
         "seconds": seconds,
     }
 
@@ -120,9 +127,10 @@ def main() -> None:
         os.environ.setdefault(variable, value)  # Bedrock's client wants credentials; the server is fake
     print(f"{args.calls} sequential calls, 2-4 KB results; tokens: {open_counter().unit}")
     print(
-        "| provider | window | calls run | end | unread | tokens/iteration full / cleared / folded | rewrites /100 req |"
+        "| provider | window | calls run | end | longest done | unread | tokens/call full / cleared / folded "
+        "| rewrites /100 req |"
     )
-    print("|---|---:|---:|---|---:|---|---:|")
+    print("|---|---:|---:|---|---:|---:|---|---:|")
     with FakeProviderServer() as server:
         for provider in args.providers:
             for window in windows:
@@ -132,8 +140,11 @@ def main() -> None:
                     "-" if c[k] is None else f"{c[k]:.0f}" for k in ("full", "cleared", "folded")
                 )
                 per100 = 100 * r["rewrites"] / (r["calls"] + 1)
+                # Requests fit up to the one that overflowed: a turn one call shorter ends done.
+                longest = f"{r['calls']}" if r["end"] == "done" else f"{max(r['calls'] - 1, 0)}"
                 print(
-                    f"| {provider} | {window:,} | {r['calls']} | {r['end']} | {r['unread']} | {shown} | {per100:.1f} |",
+                    f"| {provider} | {window:,} | {r['calls']} | {r['end']} | {longest} | {r['unread']} "
+                    f"| {shown} | {per100:.1f} |",
                     flush=True,
                 )
 

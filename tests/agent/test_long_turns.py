@@ -1,7 +1,8 @@
 """The limits of a turn, through ``turnmemory run`` and the fake provider server on every provider.
 
-The round limit is a setting (flag and config key), and reaching it says which in one line; the
-calls of one response past its cap, and a call whose arguments exceed their size limit, do not run,
+A sequential turn of 300 calls ends ``done`` in a 60k window, every request valid and within it,
+and every result carried in full by the request after its call. The round limit is a setting (flag
+and config key), and reaching it says which in one line; the calls of one response past its cap, and a call whose arguments exceed their size limit, do not run,
 and the model is told so in one line each.
 """
 
@@ -14,7 +15,9 @@ from typing import Any
 import pytest
 from tests.agent._support import PROVIDERS, Run, leaked_into
 
+from turnmemory.llm import CLEARED, open_counter
 from turnmemory.providers import wire
+from turnmemory.providers.check import check_request
 from turnmemory.testing import FakeProviderServer, Reply, ToolCall
 
 WINDOW = 60_000
@@ -33,11 +36,12 @@ MODELS = {
 }
 
 
-def write_files(workspace: Path) -> list[str]:
-    """The files of the workspace; the first line of each is distinct, to find its result by."""
+def write_files(workspace: Path, small: bool = False) -> list[str]:
+    """The files of the workspace (2 to 4 KB, or 0.3 to 0.6 KB when ``small``); the first line of each
+    is distinct, to find its result by."""
     heads = []
     for n in range(FILES):
-        lines = 40 + (n * 37) % 40  # 2 to 4 KB
+        lines = 6 + (n * 37) % 6 if small else 40 + (n * 37) % 40
         head = f"marker-{n:03d}: module {n}"
         body = [head, *(f"    value_{n}_{j} = compute({j}, {n})  # line {j}" for j in range(lines))]
         (workspace / f"m{n:03d}.py").write_text("\n".join(body) + "\n")
@@ -45,15 +49,23 @@ def write_files(workspace: Path) -> list[str]:
     return heads
 
 
-def configure(tmp_path: Path, server: FakeProviderServer, provider: str, extra: str = "") -> None:
-    """The user's config file: ``provider`` on the fake server, a 60k window, and ``extra`` top-level keys."""
+def configure(
+    tmp_path: Path,
+    server: FakeProviderServer,
+    provider: str,
+    extra: str = "",
+    window: int = WINDOW,
+    reserve: int = RESERVE,
+) -> None:
+    """The user's config file: ``provider`` on the fake server, a 60k window (or ``window`` with
+    ``reserve``), and ``extra`` top-level keys."""
     config = tmp_path / "config" / "turnmemory" / "config.toml"
     config.parent.mkdir(parents=True, exist_ok=True)
     section = {"bedrock": 'region = "us-east-1"\n', "gemini": 'api_key = "test-key"\n'}.get(provider, "")
     config.write_text(
         f'provider = "{provider}"\nmodel = "{MODELS[provider]}"\n'
         f'base_url = "{server.base_url(provider)}"\n'
-        f"context_window = {WINDOW}\ncontext_reserve = {RESERVE}\n{extra}"
+        f"context_window = {window}\ncontext_reserve = {reserve}\n{extra}"
         + (f"[providers.{provider}]\n{section}" if section else "")
     )
 
@@ -124,3 +136,32 @@ def test_calls_past_the_cap_of_a_response_and_oversized_arguments_do_not_run(
     assert not (workspace / "huge.txt").exists()
     # None of the refused arguments is kept: not in the next request, the session database or the output.
     assert leaked_into(OVERSIZED, server, data_dir, done.stdout, done.stderr) == []
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_a_sequential_turn_far_longer_than_the_window_ends_done(
+    provider: str, server: FakeProviderServer, cli: Run, tmp_path: Path, workspace: Path
+) -> None:
+    """Through ``turnmemory run``: a small window (8k, much of it the agent's own prompt and tools)
+    and small files make 80 sequential calls clear and fold as 1,000 do in 60k (the library's tests
+    run those), within seconds per case."""
+    heads = write_files(workspace, small=True)
+    window, reserve, calls = 8000, 1024, 80
+    configure(tmp_path, server, provider, "clear_at_least = 1000\n", window=window, reserve=reserve)
+    server.push(*sequential(calls))
+    ended = cli("run", "Read every module.")
+    assert "folded" in ended.stderr, ended.stderr[-2000:]
+
+    bodies = [request.body for request in server.requests]
+    assert len(bodies) == calls + 1
+    counter = open_counter()
+    for k, body in enumerate(bodies):
+        assert check_request(provider, body) == [], k
+        assert counter.value(body) <= window - reserve, k
+        answered = pairs(provider, body)
+        assert len(answered) == k
+        if k:  # the request after a call carries its result in full: the model read it
+            newest = answered[-1][1]
+            assert heads[(k - 1) % FILES] in newest and CLEARED not in newest, k
+    folded = [text for _, text in pairs(provider, bodies[-1]) if text == '{"status":"success"}']
+    assert len(folded) > calls // 4, pairs(provider, bodies[-1])[:3]  # the earliest calls, by the end

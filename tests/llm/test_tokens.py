@@ -16,6 +16,7 @@ from turnmemory.llm import CLEARED, ContextLimits, ToolResult, context_window, o
 from turnmemory.llm._reduce import Reducer
 from turnmemory.llm._tokens import Accounting
 from turnmemory.memory import Message
+from turnmemory.providers._read import Piece
 from turnmemory.providers._tools import Call
 from turnmemory.providers.check import check_request
 
@@ -151,6 +152,12 @@ def assistant(provider: str, text: str, calls: list[Call]) -> list[dict[str, Any
     return [{"role": "assistant", "content": content}]
 
 
+def failed(result: Piece) -> bool:
+    """Whether ``result`` is marked failed: by the wire, or by a folded record's status (Chat Completions
+    has no error flag)."""
+    return result.error or result.text == '{"status":"error"}'
+
+
 rounds = st.lists(
     st.lists(st.tuples(st.integers(0, 3000), st.booleans(), st.integers(0, 3000)), min_size=1, max_size=4),
     min_size=1,
@@ -189,24 +196,29 @@ def test_reduction_keeps_ids_pairing_names_and_status(
 
     assert trace == original  # never mutated in place
     before, after = wire.pieces(original), wire.pieces(reduction.items)
-    assert [(p.kind, p.call_id, p.name, p.error, p.item, p.slot) for p in before] == [
-        (p.kind, p.call_id, p.name, p.error, p.item, p.slot) for p in after
-    ]
-    for old, new in zip(before, after, strict=True):
-        if new.kind == "result" and new.text != old.text:
+    calls = [p for p in after if p.kind == "call"]
+    results = [p for p in after if p.kind == "result"]
+    # Every call stays, in order, with its name, and its one result with its error status; a folded
+    # call gets a new id, shared with its result.
+    assert [p.name for p in calls] == [p.name for p in before if p.kind == "call"]
+    assert [failed(r) for r in results] == [p.error for p in before if p.kind == "result"]
+    assert all(r.call_id in ("", c.call_id) for c, r in zip(calls, results, strict=True))
+    assert len({c.call_id for c in calls}) == len(calls)
+    old_results = [p for p in before if p.kind == "result"]
+    for old, new in zip(old_results, results, strict=True):
+        if new.text != old.text:
             # A cleared output says what to do; a folded one is the record's status placeholder.
             noted = CLEARED in new.text and ("again" in new.text or "less of it" in new.text)
-            assert noted or (
-                "failed" in new.text if old.error else json.loads(new.text)["status"] == "success"
-            )
+            assert noted or json.loads(new.text)["status"] == ("error" if old.error else "success")
+        else:
+            assert new.call_id == old.call_id
     request = {**base, key: [*base[key], *reduction.items]}
     assert check_request(provider, request) == []
     if reduction.fits:
         assert reducer.fits(reducer.measure(request, key, []))
     # A second reduction of the reduced trace never restores anything.
     again = reducer.reduce(reducer.measure(request, key, []), [], reduction.items)
+    final = [p for p in wire.pieces(again.items) if p.kind == "result"]
     assert all(
-        n.text != o.text
-        for o, a, n in zip(before, after, wire.pieces(again.items), strict=True)
-        if a.kind == "result" and a.text != o.text
+        n.text != o.text for o, a, n in zip(old_results, results, final, strict=True) if a.text != o.text
     )

@@ -133,7 +133,7 @@ class Turn:
         self._reducer = Reducer(
             sdk.wire,
             accounting,
-            arguments=sdk.options().get("arguments", "empty"),
+            options=sdk.options(),
             images=sum(sdk.wire.image_tokens(image) for image in self._images),
         )
         self.pending = pending
@@ -173,7 +173,7 @@ class Turn:
         fitted = yield from self.fit(request, tools)
         if isinstance(fitted, Outcome):
             return fitted
-        request, size = fitted
+        request, tools, size = fitted
         reply = yield from self.query(request, tools)
         if isinstance(reply, RequestFailure):
             return Outcome(_reason(reply), reply.message)
@@ -206,31 +206,33 @@ class Turn:
         return {**self._history, key: [*self._history[key], *self.items]}, specs
 
     def fit(
-        self, request: dict[str, Any], tools: Sequence[ToolSpec]
-    ) -> Generator[Event, None, tuple[dict[str, Any], int | None] | Outcome]:
-        """``request`` made to fit the window, and its raw size when it was measured; the overflow when
-        nothing is left to clear. A request that fits at one token per byte goes out unmeasured."""
-        reducer, key = self._reducer, self._sdk.wire.ITEMS
+        self, request: dict[str, Any], tools: list[ToolSpec]
+    ) -> Generator[Event, None, tuple[dict[str, Any], list[ToolSpec], int | None] | Outcome]:
+        """``request`` made to fit the window, the tools it declares, and its raw size when it was
+        measured; the overflow when nothing is left to clear. A request that fits at one token per byte
+        goes out unmeasured."""
+        reducer, wire = self._reducer, self._sdk.wire
         bound = reducer.bound(request, tools)
         if bound is not None and reducer.fits(bound):
-            return request, None
-        size = reducer.measure(request, key, tools)
+            return request, tools, None
+        size = reducer.measure(request, wire.ITEMS, tools)
         if reducer.fits(size):
-            return request, size
-        reduction = reducer.reduce(size, self.pending, self.items)
+            return request, tools, size
+        taken = (piece.call_id for piece in wire.pieces(self._history[wire.ITEMS]) if piece.call_id)
+        reduction = reducer.reduce(size, self.pending, self.items, taken=taken)
         if reduction.changed:
-            self.pending, self.items = (
-                reduction.items[: len(self.pending)],
-                reduction.items[len(self.pending) :],
-            )
+            self.pending = reduction.items[: reduction.injected]
+            self.items = reduction.items[reduction.injected :]
             if reduction.pending:
                 self._history = self._format(copy.deepcopy(self.pending))
-            request, _ = self.request()
-            size = reducer.measure(request, key, tools)
+            if reduction.folded:  # a folded call may replay under another name (an MCP call's wrapper)
+                self._replayed.update(dict.fromkeys(wire.replayed_tool_names({wire.ITEMS: reduction.items})))
+            request, tools = self.request()
+            size = reducer.measure(request, wire.ITEMS, tools)
             yield Event("reduced", text=reduction.summary(), tokens=reduction.freed)
         if not reducer.fits(size):
             return Outcome("context_overflow", reducer.overflow_message(size))
-        return request, size
+        return request, tools, size
 
     def query(
         self, request: dict[str, Any], tools: Sequence[ToolSpec]
