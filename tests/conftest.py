@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
+import signal
 from collections.abc import Iterator
 
 import pytest
 
 from turnmemory.testing import FakeProviderServer
+
+# A shell without job control starts a background job with SIGINT and SIGQUIT ignored, and every process
+# a test starts would inherit that: the tests of Ctrl-C need the signal delivered as a terminal does.
+for _signal in (signal.SIGINT, signal.SIGQUIT):
+    if signal.getsignal(_signal) == signal.SIG_IGN:
+        signal.signal(_signal, signal.default_int_handler if _signal == signal.SIGINT else signal.SIG_DFL)
 
 
 @pytest.fixture(scope="module")
