@@ -15,6 +15,7 @@ from turnmemory.agent.mcp._config import McpError
 from turnmemory.agent.mcp._manager import McpManager
 from turnmemory.agent.permissions import Access
 from turnmemory.agent.tools._base import Action, Tool, ToolContext, ToolError
+from turnmemory.agent.tools._schema import arguments, string
 from turnmemory.llm import ToolSpec
 from turnmemory.retention import MCP_TOOL
 
@@ -29,16 +30,15 @@ CALL_MCP_TOOL_SPEC = ToolSpec(
         "server's tools with their arguments; list_mcp_tools shows a tool's full input schema. "
         "'arguments' must match that schema."
     ),
-    input_schema={
-        "type": "object",
-        "properties": {
-            "server": {"type": "string", "description": "MCP server name, as listed"},
-            "tool": {"type": "string", "description": "tool name on that server"},
+    input_schema=arguments(
+        {
+            "server": string("MCP server name, as listed"),
+            "tool": string("tool name on that server"),
             "arguments": {"type": "object", "description": "the tool's arguments, matching its input schema"},
         },
-        "required": ["server", "tool"],
-        "additionalProperties": False,
-    },
+        "server",
+        "tool",
+    ),
 )
 """The ``call_mcp_tool`` wrapper through which every MCP call runs (and replays)."""
 
@@ -48,14 +48,7 @@ LIST_MCP_TOOLS_SPEC = ToolSpec(
         "List MCP tools with their full input schemas: all servers' catalogue without arguments, "
         "one server's tools with 'server', one tool with 'server' and 'tool'."
     ),
-    input_schema={
-        "type": "object",
-        "properties": {
-            "server": {"type": "string", "description": "MCP server name"},
-            "tool": {"type": "string", "description": "tool name on that server"},
-        },
-        "additionalProperties": False,
-    },
+    input_schema=arguments({"server": string("MCP server name"), "tool": string("tool name on that server")}),
 )
 """The ``list_mcp_tools`` wrapper that shows full input schemas."""
 

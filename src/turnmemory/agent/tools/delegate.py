@@ -6,6 +6,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from turnmemory.agent.tools._base import Action, Tool, ToolContext
+from turnmemory.agent.tools._schema import arguments, string
 
 __all__ = ["Subagent", "delegate_tool"]
 
@@ -28,22 +29,13 @@ def delegate_tool(run_subagent: Subagent) -> Tool:
             "answer as text. Use it for searches or investigations whose details you do not need to keep. "
             "The subagent sees nothing of this conversation: put everything it needs in the task."
         ),
-        input_schema={
-            "type": "object",
-            "properties": {
-                "agent": {
-                    "type": "string",
-                    "minLength": 1,
-                    "description": "A short name for the subagent's role.",
-                },
-                "task": {
-                    "type": "string",
-                    "minLength": 1,
-                    "description": "The complete task and what to report.",
-                },
+        input_schema=arguments(
+            {
+                "agent": string("A short name for the subagent's role.", non_empty=True),
+                "task": string("The complete task and what to report.", non_empty=True),
             },
-            "required": ["agent", "task"],
-            "additionalProperties": False,
-        },
+            "agent",
+            "task",
+        ),
         prepare=prepare,
     )

@@ -32,6 +32,7 @@ from turnmemory.agent.tools._base import (
     open_regular,
     refuse_special,
 )
+from turnmemory.agent.tools._schema import arguments, boolean, integer, string
 
 __all__ = ["EDIT_FILE", "MAX_EDIT_BYTES", "READ_FILE", "WRITE_FILE", "unified_diff"]
 
@@ -46,7 +47,7 @@ COUNT_BYTES = 16 * 1024 * 1024
 FILE_DEADLINE = 30.0
 """How long one file tool call may take."""
 _SNIFF_BYTES = 8192
-_PATH = {"type": "string", "minLength": 1, "description": "File path, relative to the workspace or absolute."}
+_PATH = string("File path, relative to the workspace or absolute.", non_empty=True)
 """The ``path`` argument of every file tool."""
 
 
@@ -221,24 +222,14 @@ READ_FILE = Tool(
         "Read a text file. Returns line-numbered content (`<line>\\t<text>`), at most 2000 lines or "
         "100 KB per call; use offset (1-based line) and limit to page through longer files. Binary files are refused."
     ),
-    input_schema={
-        "type": "object",
-        "properties": {
+    input_schema=arguments(
+        {
             "path": _PATH,
-            "offset": {
-                "type": "integer",
-                "minimum": 1,
-                "description": "First line to read (1-based). Default 1.",
-            },
-            "limit": {
-                "type": "integer",
-                "minimum": 1,
-                "description": "Number of lines to read. Default 2000.",
-            },
+            "offset": integer("First line to read (1-based). Default 1.", 1),
+            "limit": integer("Number of lines to read. Default 2000.", 1),
         },
-        "required": ["path"],
-        "additionalProperties": False,
-    },
+        "path",
+    ),
     prepare=_prepare_read,
 )
 
@@ -274,15 +265,9 @@ def _prepare_write(arguments: Mapping[str, Any], ctx: ToolContext) -> Action:
 WRITE_FILE = Tool(
     name="write_file",
     description="Create or overwrite a text file with the given content (parent directories are created).",
-    input_schema={
-        "type": "object",
-        "properties": {
-            "path": _PATH,
-            "content": {"type": "string", "description": "The complete new content of the file."},
-        },
-        "required": ["path", "content"],
-        "additionalProperties": False,
-    },
+    input_schema=arguments(
+        {"path": _PATH, "content": string("The complete new content of the file.")}, "path", "content"
+    ),
     prepare=_prepare_write,
 )
 
@@ -336,16 +321,16 @@ EDIT_FILE = Tool(
         "Replace an exact string in a text file. oldString must match the file exactly (whitespace included) "
         "and be unique unless replaceAll is true. Read the file first."
     ),
-    input_schema={
-        "type": "object",
-        "properties": {
+    input_schema=arguments(
+        {
             "path": _PATH,
-            "oldString": {"type": "string", "minLength": 1, "description": "The exact text to replace."},
-            "newString": {"type": "string", "description": "The replacement text."},
-            "replaceAll": {"type": "boolean", "description": "Replace every occurrence. Default false."},
+            "oldString": string("The exact text to replace.", non_empty=True),
+            "newString": string("The replacement text."),
+            "replaceAll": boolean("Replace every occurrence. Default false."),
         },
-        "required": ["path", "oldString", "newString"],
-        "additionalProperties": False,
-    },
+        "path",
+        "oldString",
+        "newString",
+    ),
     prepare=_prepare_edit,
 )

@@ -32,6 +32,7 @@ from turnmemory.agent.tools._base import (
     refuse_special,
 )
 from turnmemory.agent.tools._listing import glob_regex, list_files
+from turnmemory.agent.tools._schema import arguments, string
 
 __all__ = [
     "GLOB",
@@ -105,15 +106,13 @@ GLOB = Tool(
         "List files whose path (relative to `path`) matches a glob pattern: `*` within a directory, `**` across "
         "directories, e.g. `**/*.py` or `src/*.ts`. Files ignored by .gitignore are left out. At most 1000 files."
     ),
-    input_schema={
-        "type": "object",
-        "properties": {
-            "pattern": {"type": "string", "minLength": 1, "description": "Glob pattern, e.g. **/*.py"},
-            "path": {"type": "string", "description": "Directory to search. Default: the workspace."},
+    input_schema=arguments(
+        {
+            "pattern": string("Glob pattern, e.g. **/*.py", non_empty=True),
+            "path": string("Directory to search. Default: the workspace."),
         },
-        "required": ["pattern"],
-        "additionalProperties": False,
-    },
+        "pattern",
+    ),
     prepare=_prepare_glob,
 )
 
@@ -321,18 +320,13 @@ GREP = Tool(
         "Files ignored by .gitignore, binary files, symlinks and files over 100 MB are skipped; `include` "
         "filters file names, e.g. *.py."
     ),
-    input_schema={
-        "type": "object",
-        "properties": {
-            "pattern": {"type": "string", "minLength": 1, "description": "Regular expression to search for."},
-            "path": {"type": "string", "description": "File or directory to search. Default: the workspace."},
-            "include": {
-                "type": "string",
-                "description": "Glob for the files to search, e.g. *.py or src/**/*.ts.",
-            },
+    input_schema=arguments(
+        {
+            "pattern": string("Regular expression to search for.", non_empty=True),
+            "path": string("File or directory to search. Default: the workspace."),
+            "include": string("Glob for the files to search, e.g. *.py or src/**/*.ts."),
         },
-        "required": ["pattern"],
-        "additionalProperties": False,
-    },
+        "pattern",
+    ),
     prepare=_prepare_grep,
 )

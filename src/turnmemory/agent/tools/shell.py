@@ -35,6 +35,7 @@ from turnmemory.agent.bash import dangerous_reason
 from turnmemory.agent.permissions import Access
 from turnmemory.agent.tools._base import Action, Tool, ToolContext, ToolError, int_argument
 from turnmemory.agent.tools._reaper import hold
+from turnmemory.agent.tools._schema import arguments, boolean, integer, string
 
 __all__ = ["BASH", "DEFAULT_TIMEOUT", "MAX_OUTPUT_BYTES", "MAX_STREAM_BYTES", "MAX_TIMEOUT", "run_command"]
 
@@ -202,27 +203,16 @@ BASH = Tool(
         "and HOME. A command that needs more (the network, files outside the workspace) may set escalate "
         "with a justification: it then runs outside the sandbox if the user allows it."
     ),
-    input_schema={
-        "type": "object",
-        "properties": {
-            "command": {"type": "string", "minLength": 1, "description": "The command line to run."},
-            "timeout": {
-                "type": "integer",
-                "minimum": 1,
-                "maximum": MAX_TIMEOUT,
-                "description": f"Seconds before the command is killed. Default {DEFAULT_TIMEOUT}.",
-            },
-            "escalate": {
-                "type": "boolean",
-                "description": "Run outside the sandbox (needs a justification and the user's permission).",
-            },
-            "justification": {
-                "type": "string",
-                "description": "With escalate: one line on what the command needs outside the sandbox.",
-            },
+    input_schema=arguments(
+        {
+            "command": string("The command line to run.", non_empty=True),
+            "timeout": integer(
+                f"Seconds before the command is killed. Default {DEFAULT_TIMEOUT}.", 1, MAX_TIMEOUT
+            ),
+            "escalate": boolean("Run outside the sandbox (needs a justification and the user's permission)."),
+            "justification": string("With escalate: one line on what the command needs outside the sandbox."),
         },
-        "required": ["command"],
-        "additionalProperties": False,
-    },
+        "command",
+    ),
     prepare=_prepare_bash,
 )

@@ -24,6 +24,7 @@ from urllib.parse import urljoin, urlsplit, urlunsplit
 
 from turnmemory.agent.permissions import Access
 from turnmemory.agent.tools._base import Action, Deadline, Tool, ToolContext, ToolError, int_argument
+from turnmemory.agent.tools._schema import arguments, integer, string
 from turnmemory.retention import sanitize_url
 
 __all__ = [
@@ -292,19 +293,14 @@ WEB_FETCH = Tool(
         "Redirects to another host need their own permission. Non-text responses and HTTP errors are "
         "reported as errors."
     ),
-    input_schema={
-        "type": "object",
-        "properties": {
-            "url": {"type": "string", "minLength": 1, "description": "Absolute http:// or https:// URL."},
-            "timeout": {
-                "type": "integer",
-                "minimum": 1,
-                "maximum": MAX_FETCH_TIMEOUT,
-                "description": f"Seconds the whole fetch may take. Default {DEFAULT_FETCH_TIMEOUT}.",
-            },
+    input_schema=arguments(
+        {
+            "url": string("Absolute http:// or https:// URL.", non_empty=True),
+            "timeout": integer(
+                f"Seconds the whole fetch may take. Default {DEFAULT_FETCH_TIMEOUT}.", 1, MAX_FETCH_TIMEOUT
+            ),
         },
-        "required": ["url"],
-        "additionalProperties": False,
-    },
+        "url",
+    ),
     prepare=_prepare_fetch,
 )
