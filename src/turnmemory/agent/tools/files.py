@@ -15,8 +15,9 @@ import difflib
 import os
 import stat
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, Literal
 
 from turnmemory.agent.permissions import Access
 from turnmemory.agent.tools._base import (
@@ -104,8 +105,47 @@ def _write_text(path: str, shown: str, text: str) -> bool:
     return before is None
 
 
-def _staged(access: Access, inside: bool, stage: Callable[[], Action]) -> Action:
-    """The action of a write or edit: prepared now inside the workspace, after the grant outside it."""
+@dataclass(frozen=True, slots=True)
+class _Change:
+    """What a write or edit would do to a file: its text before (``None``: no file) and after, and
+    the call's output given whether the write created the file (``file_changed`` is added to it)."""
+
+    old: str | None
+    new: str
+    output: Callable[[bool], dict[str, Any]]
+    unchanged_since: bool = False
+    """Refuse to write when the file no longer holds ``old`` (an edit applies to what it read)."""
+
+
+def _prepare_change(
+    arguments: Mapping[str, Any],
+    ctx: ToolContext,
+    kind: Literal["write", "edit"],
+    plan: Callable[[str, str], _Change],
+) -> Action:
+    """The action of a write or edit of ``arguments["path"]``; ``plan(path, shown)`` reads the file
+    and works out the change: now inside the workspace, after the grant outside it."""
+    path, inside = ctx.resolve(arguments["path"])
+    shown = ctx.relative(path)
+    access = Access(kind, path, not inside)
+
+    def stage() -> Action:
+        change = plan(path, shown)
+
+        def run() -> dict[str, Any]:
+            if change.unchanged_since and _read_text(path, shown) != change.old:
+                raise ToolError(
+                    f"{shown} changed since the edit was prepared: read it again and redo the edit"
+                )
+            created = _write_text(path, shown, change.new)
+            output = change.output(created)
+            if created or change.old != change.new:
+                output["file_changed"] = path
+            return output
+
+        diff = unified_diff(change.old or "", change.new, shown)
+        return Action(run=run, access=access, diff=diff, changes=path)
+
     if inside:
         return stage()
     return Action(run=lambda: stage().run(), access=access, staged=stage)
@@ -238,28 +278,16 @@ READ_FILE = Tool(
 
 
 def _prepare_write(arguments: Mapping[str, Any], ctx: ToolContext) -> Action:
-    path, inside = ctx.resolve(arguments["path"])
-    shown = ctx.relative(path)
     content: str = arguments["content"]
-    access = Access("write", path, not inside)
 
-    def stage() -> Action:
-        old = _existing_text(path, shown)
+    def plan(path: str, shown: str) -> _Change:
+        return _Change(
+            _existing_text(path, shown),
+            content,
+            lambda created: {"path": path, "bytes_written": len(content.encode("utf-8")), "created": created},
+        )
 
-        def run() -> dict[str, Any]:
-            created = _write_text(path, shown, content)
-            output: dict[str, Any] = {
-                "path": path,
-                "bytes_written": len(content.encode("utf-8")),
-                "created": created,
-            }
-            if created or old != content:
-                output["file_changed"] = path
-            return output
-
-        return Action(run=run, access=access, diff=unified_diff(old or "", content, shown), changes=path)
-
-    return _staged(access, inside, stage)
+    return _prepare_change(arguments, ctx, "write", plan)
 
 
 WRITE_FILE = Tool(
@@ -276,8 +304,6 @@ WRITE_FILE = Tool(
 
 
 def _prepare_edit(arguments: Mapping[str, Any], ctx: ToolContext) -> Action:
-    path, inside = ctx.resolve(arguments["path"])
-    shown = ctx.relative(path)
     old_string: str = arguments["oldString"]
     new_string: str = arguments["newString"]
     replace_all = bool(arguments.get("replaceAll", False))
@@ -285,9 +311,8 @@ def _prepare_edit(arguments: Mapping[str, Any], ctx: ToolContext) -> Action:
         raise ToolError("oldString must not be empty: use write_file to create or replace a whole file")
     if old_string == new_string:
         raise ToolError("oldString and newString are identical: nothing to change")
-    access = Access("edit", path, not inside)
 
-    def stage() -> Action:
+    def plan(path: str, shown: str) -> _Change:
         old = _read_text(path, shown)
         count = old.count(old_string)
         if count == 0:
@@ -298,21 +323,10 @@ def _prepare_edit(arguments: Mapping[str, Any], ctx: ToolContext) -> Action:
                 "or set replaceAll to replace every occurrence"
             )
         new = old.replace(old_string, new_string) if replace_all else old.replace(old_string, new_string, 1)
+        replacements = count if replace_all else 1
+        return _Change(old, new, lambda _: {"path": path, "replacements": replacements}, unchanged_since=True)
 
-        def run() -> dict[str, Any]:
-            if _read_text(path, shown) != old:
-                raise ToolError(
-                    f"{shown} changed since the edit was prepared: read it again and redo the edit"
-                )
-            _write_text(path, shown, new)
-            output: dict[str, Any] = {"path": path, "replacements": count if replace_all else 1}
-            if new != old:
-                output["file_changed"] = path
-            return output
-
-        return Action(run=run, access=access, diff=unified_diff(old, new, shown), changes=path)
-
-    return _staged(access, inside, stage)
+    return _prepare_change(arguments, ctx, "edit", plan)
 
 
 EDIT_FILE = Tool(
