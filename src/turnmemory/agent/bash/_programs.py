@@ -1230,6 +1230,16 @@ def _go(words: Sequence[str], cwd: str) -> Inspection:
     return Inspection(tuple(escapes), tuple(paths), recipes=("go.mod", "go.work"), runs_project=True)
 
 
+_BAZEL_RECIPES = (
+    "BUILD",
+    "BUILD.bazel",
+    "WORKSPACE",
+    "WORKSPACE.bazel",
+    "MODULE.bazel",
+    ".bazelrc",
+    ".bazelversion",
+)
+"""What bazel and bazelisk (which runs bazel) take their commands from."""
 _PROJECT_RECIPES: dict[str, tuple[str, ...]] = {
     "just": ("justfile", ".justfile", "Justfile"),
     "rake": ("Rakefile", "rakefile", "Rakefile.rb", "rakefile.rb"),
@@ -1258,24 +1268,8 @@ _PROJECT_RECIPES: dict[str, tuple[str, ...]] = {
     "cmake": ("CMakeLists.txt", "CMakePresets.json", "CMakeUserPresets.json"),
     "meson": ("meson.build", "meson_options.txt", "meson.options"),
     "ninja": ("build.ninja",),
-    "bazel": (
-        "BUILD",
-        "BUILD.bazel",
-        "WORKSPACE",
-        "WORKSPACE.bazel",
-        "MODULE.bazel",
-        ".bazelrc",
-        ".bazelversion",
-    ),
-    "bazelisk": (
-        "BUILD",
-        "BUILD.bazel",
-        "WORKSPACE",
-        "WORKSPACE.bazel",
-        "MODULE.bazel",
-        ".bazelrc",
-        ".bazelversion",
-    ),
+    "bazel": _BAZEL_RECIPES,
+    "bazelisk": _BAZEL_RECIPES,
     "composer": ("composer.json",),
     "bundle": ("Gemfile", ".bundle/config"),
     "mix": ("mix.exs",),
