@@ -22,7 +22,7 @@ summary's own system prompt), so the turn's requests are compared with each othe
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Literal
 
 from turnmemory.boundary import DEFAULT_CACHE_TTL
@@ -62,13 +62,7 @@ class RequestUsage:
 
 def usage_dict(usage: Usage) -> dict[str, int]:
     """A usage's counts by name, uncached input included."""
-    return {
-        "input_tokens": usage.input_tokens,
-        "output_tokens": usage.output_tokens,
-        "cached_tokens": usage.cached_tokens,
-        "cache_write_tokens": usage.cache_write_tokens,
-        "uncached_tokens": usage.uncached_tokens,
-    }
+    return {**asdict(usage), "uncached_tokens": usage.uncached_tokens}
 
 
 def cost(usage: Usage, prices: Mapping[str, float]) -> float:
