@@ -13,7 +13,6 @@ import concurrent.futures
 import threading
 from collections.abc import Callable, Coroutine, Iterable
 from pathlib import Path
-from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from turnmemory._text import terminal_safe
@@ -188,9 +187,7 @@ class McpManager:
     def __enter__(self) -> McpManager:
         return self
 
-    def __exit__(
-        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
-    ) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     def _say(self, *notes: str) -> None:
