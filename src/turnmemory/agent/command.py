@@ -6,17 +6,21 @@ safe for a terminal first (:func:`turnmemory._text.terminal_safe`, and ``termina
 
 from __future__ import annotations
 
+import functools
+import inspect
 import os
 import shutil
 import sys
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
 from turnmemory._text import terminal_json, terminal_safe
 from turnmemory.agent._display import session_lines, timestamp
-from turnmemory.agent.config import ConfigError, load_config, store_url
+from turnmemory.agent.config import AgentConfig, ConfigError, load_config, store_url
 from turnmemory.agent.headless import OutputFormat, RunRequest, run_headless
 from turnmemory.agent.store import SessionStore, SessionStoreError, open_store
 
@@ -90,6 +94,66 @@ _MaxToolRounds = Annotated[
 ]
 
 
+_OPTIONS: Mapping[str, Any] = {
+    "provider": _Provider,
+    "model": _Model,
+    "base_url": _BaseUrl,
+    "allow": _Allow,
+    "sandbox": _Sandbox,
+    "timeout": _Timeout,
+    "deadline": _Deadline,
+    "boundary": _Boundary,
+    "tool_history": _ToolHistory,
+    "max_tool_rounds": _MaxToolRounds,
+    "config": _Config,
+    "workspace": _Workspace,
+}
+"""The options commands share, by name: the settings' flags (see :data:`turnmemory.agent.config.SETTINGS`),
+``--config`` and ``--workspace``."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Given:
+    """The shared options a command was given (``None``: not given)."""
+
+    flags: Mapping[str, Any]
+    """The settings' flags, by setting name."""
+    config: Path | None = None
+    workspace: Path | None = None
+
+    @property
+    def session_model(self) -> bool:
+        """Neither ``--provider`` nor ``--model`` was given: a continued session keeps its own model."""
+        return self.flags.get("provider") is None and self.flags.get("model") is None
+
+    def settings(self) -> AgentConfig:
+        """The configuration these options, the environment and the config file give."""
+        return load_config(config_path=self.config, **self.flags)
+
+
+def _taking(*names: str) -> Callable[[Callable[..., None]], Callable[..., None]]:
+    """Give a command the shared options ``names`` (of :data:`_OPTIONS`), after its own, as one
+    :class:`_Given` in its parameter ``given``; Typer reads the options from the signature."""
+
+    def decorate(command: Callable[..., None]) -> Callable[..., None]:
+        own = [p for p in inspect.signature(command, eval_str=True).parameters.values() if p.name != "given"]
+        shared = [
+            inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=None, annotation=_OPTIONS[name])
+            for name in names
+        ]
+
+        @functools.wraps(command)
+        def run_command(**values: Any) -> None:
+            flags = {name: values.pop(name) for name in names}
+            config, workspace = flags.pop("config", None), flags.pop("workspace", None)
+            command(**values, given=_Given(flags, config, workspace))
+
+        run_command.__signature__ = inspect.Signature([*own, *shared])  # type: ignore[attr-defined]
+        return run_command
+
+    return decorate
+
+
 def _fail(message: str) -> typer.Exit:
     _warn(message)
     return typer.Exit(2)
@@ -114,6 +178,7 @@ def _workspace(path: Path | None) -> str:
     return os.path.realpath(path if path is not None else os.getcwd())
 
 
+@_taking(*_OPTIONS)
 def run(
     prompt: Annotated[
         str,
@@ -127,19 +192,9 @@ def run(
     continue_: Annotated[
         bool, typer.Option("--continue", help="Continue the workspace's latest session.")
     ] = False,
-    provider: _Provider = None,
-    model: _Model = None,
-    base_url: _BaseUrl = None,
     output: Annotated[str, typer.Option("--format", help="text or json.")] = "text",
-    allow: _Allow = None,
-    sandbox: _Sandbox = None,
-    timeout: _Timeout = None,
-    deadline: _Deadline = None,
-    boundary: _Boundary = None,
-    tool_history: _ToolHistory = None,
-    max_tool_rounds: _MaxToolRounds = None,
-    config: _Config = None,
-    workspace: _Workspace = None,
+    *,
+    given: _Given,
 ) -> None:
     """Run one turn headless, for scripts.
 
@@ -158,26 +213,14 @@ def run(
         raise _fail("the prompt is empty")
     form: OutputFormat = "json" if output == "json" else "text"
     try:
-        settings = load_config(
-            provider=provider,
-            model=model,
-            base_url=base_url,
-            allow=allow or (),
-            config_path=config,
-            sandbox=sandbox,
-            timeout=timeout,
-            deadline=deadline,
-            boundary=boundary,
-            tool_history=tool_history,
-            max_tool_rounds=max_tool_rounds,
-        )
+        settings = given.settings()
         request = RunRequest(
             prompt=text,
-            workspace=_workspace(workspace),
+            workspace=_workspace(given.workspace),
             session=session,
             latest=continue_,
             output=form,
-            session_model=provider is None and model is None,
+            session_model=given.session_model,
         )
         status = run_headless(settings, request)
     except (ConfigError, SessionStoreError) as error:
@@ -188,6 +231,7 @@ def run(
     raise typer.Exit(status)
 
 
+@_taking(*_OPTIONS)
 def chat(
     session_id: Annotated[
         str | None,
@@ -199,18 +243,8 @@ def chat(
     continue_: Annotated[
         bool, typer.Option("--continue", help="Continue the workspace's latest session.")
     ] = False,
-    provider: _Provider = None,
-    model: _Model = None,
-    base_url: _BaseUrl = None,
-    allow: _Allow = None,
-    sandbox: _Sandbox = None,
-    timeout: _Timeout = None,
-    deadline: _Deadline = None,
-    boundary: _Boundary = None,
-    tool_history: _ToolHistory = None,
-    max_tool_rounds: _MaxToolRounds = None,
-    config: _Config = None,
-    workspace: _Workspace = None,
+    *,
+    given: _Given,
 ) -> None:
     """Chat with the agent in the terminal.
 
@@ -226,27 +260,15 @@ def chat(
     if session_id is not None and not resume:
         raise _fail(f"to resume session {session_id!r} use: turnmemory chat --resume {session_id}")
     try:
-        settings = load_config(
-            provider=provider,
-            model=model,
-            base_url=base_url,
-            allow=allow or (),
-            config_path=config,
-            sandbox=sandbox,
-            timeout=timeout,
-            deadline=deadline,
-            boundary=boundary,
-            tool_history=tool_history,
-            max_tool_rounds=max_tool_rounds,
-        )
+        settings = given.settings()
         if not (sys.stdin.isatty() and sys.stdout.isatty()):  # after the errors in the arguments
             raise _fail("chat needs a terminal; to run a prompt from a pipe or a file use: turnmemory run -")
         status = run_chat(
             settings,
-            workspace=_workspace(workspace),
+            workspace=_workspace(given.workspace),
             session=session_id,
             latest=(resume or continue_) and session_id is None,
-            session_model=provider is None and model is None,
+            session_model=given.session_model,
         )
     except (ConfigError, SessionStoreError) as error:
         raise _fail(str(error)) from None
@@ -372,14 +394,9 @@ def rewind(
     print("\n".join(terminal_safe(line) for line in lines))
 
 
+@_taking("provider", "model", "base_url", "allow", "sandbox", "config")
 def config(
-    provider: _Provider = None,
-    model: _Model = None,
-    base_url: _BaseUrl = None,
-    allow: _Allow = None,
-    sandbox: _Sandbox = None,
-    config_file: _Config = None,
-    output: Annotated[str, typer.Option("--format", help="text or json.")] = "text",
+    output: Annotated[str, typer.Option("--format", help="text or json.")] = "text", *, given: _Given
 ) -> None:
     """Print the resolved configuration and where each value came from.
 
@@ -391,16 +408,9 @@ def config(
     from turnmemory.agent._config_report import describe_config, render_settings
     from turnmemory.agent.config import config_location, read_inputs
 
-    path, source = config_location(config_file, os.environ)
+    path, source = config_location(given.config, os.environ)
     try:
-        inputs = read_inputs(
-            config_path=config_file,
-            provider=provider,
-            model=model,
-            base_url=base_url,
-            allow=allow,
-            sandbox=sandbox,
-        )
+        inputs = read_inputs(config_path=given.config, **given.flags)
         entries = describe_config(inputs, path, source)
     except ConfigError as error:
         raise _fail(f"{error} (config file: {path}, from {source})") from None
