@@ -14,16 +14,15 @@ import textwrap
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, TypeVar
+from typing import Annotated, Literal, TypeVar
 
 import typer
 
 from turnmemory._text import terminal_json, terminal_safe
-from turnmemory.analysis._cost import CacheModel
+from turnmemory.analysis._cost import CacheModel, CacheTtl, PricingName
 from turnmemory.analysis._files import FileResult, read_files, workers_for
-from turnmemory.analysis._measure import Meter, open_meter
+from turnmemory.analysis._measure import Meter, Tokenizer, open_meter
 from turnmemory.analysis._report import (
     LEGEND,
     NO_LATER_TURNS,
@@ -42,10 +41,7 @@ from turnmemory.transcripts import detect_format, discover
 
 __all__ = [
     "Analysis",
-    "CacheTtlChoice",
     "OutputFormat",
-    "PricingChoice",
-    "TokenizerChoice",
     "analyze",
     "analyze_files",
     "analyze_paths",
@@ -60,35 +56,8 @@ _TABLE_SESSIONS = 10
 _Item = TypeVar("_Item")
 
 
-class OutputFormat(StrEnum):
-    """How ``analyze`` prints its results."""
-
-    table = "table"
-    json = "json"
-    markdown = "markdown"
-
-
-class TokenizerChoice(StrEnum):
-    """The unit sizes are measured in."""
-
-    bytes = "bytes"
-    o200k = "o200k"
-
-
-class CacheTtlChoice(StrEnum):
-    """How long the prompt cache lives."""
-
-    five_minutes = "5m"
-    one_hour = "1h"
-    none = "none"
-
-
-class PricingChoice(StrEnum):
-    """Whose prompt-cache prices the cost is in."""
-
-    anthropic = "anthropic"
-    openai = "openai"
-    gemini = "gemini"
+OutputFormat = Literal["table", "json", "markdown"]
+"""How ``analyze`` prints its results."""
 
 
 def register(app: typer.Typer) -> None:
@@ -101,7 +70,7 @@ def analyze(
         list[Path],
         typer.Argument(metavar="PATH", help="Session files or directories (searched recursively)."),
     ],
-    output: Annotated[OutputFormat, typer.Option("--format", help="Output format.")] = OutputFormat.table,
+    output: Annotated[OutputFormat, typer.Option("--format", help="Output format.")] = "table",
     plot: Annotated[
         Path | None,
         typer.Option(
@@ -110,23 +79,22 @@ def analyze(
         ),
     ] = None,
     tokenizer: Annotated[
-        TokenizerChoice,
-        typer.Option("--tokenizer", help="o200k tokens (when available offline) or UTF-8 bytes."),
-    ] = TokenizerChoice.o200k,
+        Tokenizer, typer.Option("--tokenizer", help="o200k tokens (when available offline) or UTF-8 bytes.")
+    ] = "o200k",
     cache_ttl: Annotated[
-        CacheTtlChoice,
+        CacheTtl,
         typer.Option(
             "--cache-ttl",
             help="Prompt-cache lifetime, applied to the pauses the logs' timestamps show; none: a cache "
             "that never expires and caches any size.",
         ),
-    ] = CacheTtlChoice.five_minutes,
+    ] = "5m",
     pricing: Annotated[
-        PricingChoice,
+        PricingName,
         typer.Option(
             "--pricing", help="Whose cache prices and minimum cacheable size (see docs/analysis.md)."
         ),
-    ] = PricingChoice.anthropic,
+    ] = "anthropic",
     system_tokens: Annotated[
         int,
         typer.Option(
@@ -154,10 +122,10 @@ def analyze(
         if (problem := _unwritable(plot)) is not None:
             _warn(f"--plot {plot}: {problem}")
             raise typer.Exit(2)
-    meter = open_meter(tokenizer.value)
+    meter = open_meter(tokenizer)
     if meter.note:
         _warn(meter.note)
-    cache = CacheModel.of(pricing.value, cache_ttl.value, system_tokens)
+    cache = CacheModel.of(pricing, cache_ttl, system_tokens)
     try:
         analysis = analyze_files(paths, meter, cache=cache, jobs=jobs)
     except FileNotFoundError as error:
@@ -167,9 +135,9 @@ def analyze(
     if not report.sessions:
         _warn("no sessions found in " + ", ".join(str(path) for path in paths))
         raise typer.Exit(1)
-    if output is OutputFormat.json:
+    if output == "json":
         typer.echo(terminal_json(report_json(report), indent=2))
-    elif output is OutputFormat.markdown:
+    elif output == "markdown":
         typer.echo(terminal_safe(render_markdown(report)), nl=False)
     else:
         print_table(report, sessions=_TABLE_SESSIONS)
