@@ -19,7 +19,7 @@ from turnmemory.analysis import STRATEGIES, Report, open_meter, summary_line
 from turnmemory.analysis._cost import CacheModel, CacheTtl, PricingName
 from turnmemory.analysis._plot import plot_report
 from turnmemory.analysis._report import LABELS, render_table_rows
-from turnmemory.analysis.command import analyze_paths
+from turnmemory.analysis.command import analyze_files
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = REPO.parent / "shared" / "data" / "transcripts"
@@ -237,7 +237,9 @@ def main() -> None:
     meter = open_meter(args.tokenizer)
     started = time.perf_counter()
     reports = {
-        model: analyze_paths([args.data], meter, progress=False, cache=CacheModel.of(*model), jobs=None)
+        model: analyze_files(
+            [args.data], meter, progress=False, cache=CacheModel.of(*model), jobs=None
+        ).report
         for model in MODELS
     }
     elapsed = time.perf_counter() - started

@@ -85,14 +85,14 @@ def main(paths: list[Path] | None = None, plot: Path = _PLOT) -> None:
         return
     from turnmemory.analysis._measure import open_meter
     from turnmemory.analysis._plot import MAX_PANELS, plot_report
-    from turnmemory.analysis.command import analyze_paths, print_table
+    from turnmemory.analysis.command import analyze_files, print_table
 
     print("== What each history strategy carries across user turns ==")
     print("sources:", ", ".join(str(path) for path in found))
     meter = open_meter("o200k")
     if meter.note:
         print(f"note: {meter.note}")
-    report = analyze_paths(found, meter)
+    report = analyze_files(found, meter).report
     print_table(report, sessions=MAX_PANELS)
     plot.parent.mkdir(parents=True, exist_ok=True)
     panels = plot_report(report, plot)

@@ -44,7 +44,6 @@ __all__ = [
     "OutputFormat",
     "analyze",
     "analyze_files",
-    "analyze_paths",
     "print_table",
     "register",
 ]
@@ -175,18 +174,6 @@ class Analysis:
 
     report: Report
     failed: tuple[str, ...] = field(default=())
-
-
-def analyze_paths(
-    paths: list[Path],
-    meter: Meter,
-    *,
-    progress: bool | None = None,
-    cache: CacheModel | None = None,
-    jobs: int | None = 1,
-) -> Report:
-    """Analyse every session under ``paths`` (see :func:`analyze_files`); just the report."""
-    return analyze_files(paths, meter, progress=progress, cache=cache, jobs=jobs).report
 
 
 def analyze_files(
