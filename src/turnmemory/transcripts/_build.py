@@ -126,6 +126,18 @@ class SessionBuilder:
         """Whether a user turn has started."""
         return bool(self._turns)
 
+    def prose(self, text: str) -> None:
+        """Append a chunk of assistant prose to the current turn."""
+        self.add(Prose(text))
+
+    def reasoning(self, text: str) -> None:
+        """Append reasoning text to the current turn."""
+        self.add(Reasoning(text))
+
+    def end_iteration(self) -> None:
+        """Note that one provider request of the tool loop finished (an :class:`IterationEnd`)."""
+        self.add(IterationEnd())
+
     def add(self, event: ImportedEvent) -> None:
         """Append an event to the current turn."""
         if not self._turns:

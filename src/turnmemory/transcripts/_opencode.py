@@ -17,14 +17,7 @@ from typing import Any
 
 from turnmemory._text import compact_json
 from turnmemory.transcripts._build import SessionBuilder, mapping, read_json
-from turnmemory.transcripts._model import (
-    ImportedSession,
-    IterationEnd,
-    Prose,
-    Reasoning,
-    ToolCall,
-    ToolResult,
-)
+from turnmemory.transcripts._model import ImportedSession, ToolCall, ToolResult
 from turnmemory.transcripts._tools import opencode_tool
 
 __all__ = ["FORMAT", "load_opencode"]
@@ -74,7 +67,7 @@ def load_opencode(path: Path, document: Any = None) -> ImportedSession:
                 _part(builder, part)
                 ended = mapping(part.get("time") or mapping(part.get("state")).get("time")).get("end")
                 builder.time(ended, scale=_MILLISECONDS)
-            builder.add(IterationEnd())
+            builder.end_iteration()
             builder.time(times.get("completed"), scale=_MILLISECONDS)
         else:
             builder.skip(f"role:{meta.get('role')}")
@@ -84,9 +77,9 @@ def load_opencode(path: Path, document: Any = None) -> ImportedSession:
 def _part(builder: SessionBuilder, part: Mapping[str, Any]) -> None:
     kind = part.get("type")
     if kind == "text" and isinstance(part.get("text"), str):
-        builder.add(Prose(part["text"]))
+        builder.prose(part["text"])
     elif kind == "reasoning" and isinstance(part.get("text"), str):
-        builder.add(Reasoning(part["text"]))
+        builder.reasoning(part["text"])
     elif kind == "tool" and isinstance(part.get("tool"), str):
         state = mapping(part.get("state"))
         arguments = mapping(state.get("input"))
@@ -97,7 +90,7 @@ def _part(builder: SessionBuilder, part: Mapping[str, Any]) -> None:
         builder.add(call)
         builder.add(_result(call, state))
     elif kind == "step-finish":
-        builder.add(IterationEnd())
+        builder.end_iteration()
     elif kind != "step-start":
         builder.skip(f"part:{kind}")
 
