@@ -28,6 +28,7 @@ __all__ = [
     "MAX_LINE_BYTES",
     "MAX_PROBLEMS",
     "SessionBuilder",
+    "document_builder",
     "mapping",
     "open_regular",
     "parse_time",
@@ -177,6 +178,11 @@ class SessionBuilder:
             self._stamp()
         self._waiting = None
 
+    def nothing(self, why: str) -> ImportedSession:
+        """The session of a document that holds nothing to import, its one problem saying ``why``."""
+        self.problem("document", f"{why}; nothing imported")
+        return self.build()
+
     def build(self) -> ImportedSession:
         """The finished session."""
         self._close_turn()
@@ -270,6 +276,12 @@ def read_jsonl(path: Path, builder: SessionBuilder) -> Iterator[tuple[int, dict[
                 builder.problem(number, f"expected a JSON object, got {type(record).__name__}; line skipped")
                 continue
             yield number, record
+
+
+def document_builder(path: Path, fmt: str, document: Any) -> tuple[SessionBuilder, Any]:
+    """A builder for the JSON document at ``path``, and the document: ``document`` when the caller
+    has parsed it already, else the file as :func:`read_json` reads it."""
+    return SessionBuilder(path, fmt), read_json(path) if document is None else document
 
 
 def read_json(path: Path) -> Any:

@@ -19,7 +19,7 @@ from typing import Any
 
 from turnmemory._text import compact_json
 from turnmemory.providers._read import as_text
-from turnmemory.transcripts._build import SessionBuilder, mapping, read_json
+from turnmemory.transcripts._build import SessionBuilder, document_builder, mapping
 from turnmemory.transcripts._model import ImportedSession, ToolCall, ToolResult
 from turnmemory.transcripts._tools import exit_code_in
 
@@ -32,12 +32,10 @@ _COMMAND_BLOCK = re.compile(r"```(?:mswea_bash_command|bash)[ \t]*\n(.*?)\n?```"
 
 def load_mini_swe_agent(path: Path, document: Any = None) -> ImportedSession:
     """Import one mini-swe-agent trajectory (``document`` when it is already parsed)."""
-    builder = SessionBuilder(path, FORMAT)
-    data = read_json(path) if document is None else document
+    builder, data = document_builder(path, FORMAT, document)
     messages = data.get("messages") if isinstance(data, Mapping) else data
     if not isinstance(messages, list):
-        builder.problem("document", "no messages list; nothing imported")
-        return builder.build()
+        return builder.nothing("no messages list")
     pending: list[ToolCall] = []
     for index, message in enumerate(messages):
         if not isinstance(message, Mapping):

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from turnmemory._text import compact_json
-from turnmemory.transcripts._build import SessionBuilder, mapping, read_json
+from turnmemory.transcripts._build import SessionBuilder, document_builder, mapping
 from turnmemory.transcripts._model import ImportedSession, ToolCall, ToolResult
 from turnmemory.transcripts._tools import opencode_tool
 
@@ -30,13 +30,11 @@ _MILLISECONDS = 0.001
 
 def load_opencode(path: Path, document: Any = None) -> ImportedSession:
     """Import one OpenCode export (``document`` when it is already parsed)."""
-    builder = SessionBuilder(path, FORMAT)
-    data = read_json(path) if document is None else document
+    builder, data = document_builder(path, FORMAT, document)
     info = data.get("info") if isinstance(data, Mapping) else None
     messages = data.get("messages") if isinstance(data, Mapping) else None
     if not isinstance(messages, list):
-        builder.problem("document", "no messages list; nothing imported")
-        return builder.build()
+        return builder.nothing("no messages list")
     if isinstance(info, Mapping) and isinstance(info.get("directory"), str):
         builder.workspace = info["directory"]
     for index, message in enumerate(messages):

@@ -17,7 +17,7 @@ from typing import Any
 
 from turnmemory._text import compact_json
 from turnmemory.providers._read import as_text
-from turnmemory.transcripts._build import SessionBuilder, mapping, read_json
+from turnmemory.transcripts._build import SessionBuilder, document_builder, mapping
 from turnmemory.transcripts._model import ImportedSession, ToolCall, ToolResult
 
 __all__ = ["FORMAT", "load_openhands", "openhands_tool"]
@@ -31,11 +31,9 @@ _UNANSWERED = ("finish", "think")  # actions no observation answers
 
 def load_openhands(path: Path, document: Any = None) -> ImportedSession:
     """Import one OpenHands event list (``document`` when it is already parsed)."""
-    builder = SessionBuilder(path, FORMAT)
-    events = read_json(path) if document is None else document
+    builder, events = document_builder(path, FORMAT, document)
     if not isinstance(events, list):
-        builder.problem("document", "expected a list of events; nothing imported")
-        return builder.build()
+        return builder.nothing("expected a list of events")
     builder.workspace = WORKSPACE
     calls: dict[str, ToolCall] = {}
     for index, event in enumerate(events):

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from turnmemory.providers._read import as_text
-from turnmemory.transcripts._build import SessionBuilder, read_json
+from turnmemory.transcripts._build import SessionBuilder, document_builder
 from turnmemory.transcripts._model import ImportedSession, ToolCall, ToolResult
 
 __all__ = ["FORMAT", "load_swe_agent", "swe_agent_tool"]
@@ -34,11 +34,9 @@ _EDIT = ("edit", "insert", "append")
 
 def load_swe_agent(path: Path, document: Any = None) -> ImportedSession:
     """Import one SWE-agent ``.traj`` file (``document`` when it is already parsed)."""
-    builder = SessionBuilder(path, FORMAT)
-    data = read_json(path) if document is None else document
+    builder, data = document_builder(path, FORMAT, document)
     if not isinstance(data, Mapping):
-        builder.problem("document", "expected a JSON object; nothing imported")
-        return builder.build()
+        return builder.nothing("expected a JSON object")
     history = [
         entry
         for entry in data.get("history") or []
