@@ -25,14 +25,7 @@ from turnmemory.integrations import _adapter
 
 try:
     from langchain.agents.middleware import AgentMiddleware, AgentState, ModelRequest, ModelResponse
-    from langchain_core.messages import (
-        AIMessage,
-        AnyMessage,
-        BaseMessage,
-        HumanMessage,
-        RemoveMessage,
-        ToolMessage,
-    )
+    from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, RemoveMessage, ToolMessage
     from langgraph.graph.message import REMOVE_ALL_MESSAGES
     from langgraph.runtime import Runtime
 except ImportError as error:  # pragma: no cover - only without the extra
@@ -54,7 +47,7 @@ def _content_text(content: Any) -> str:
     )
 
 
-def _as_chat(message: BaseMessage) -> dict[str, Any]:
+def _as_chat(message: AnyMessage) -> dict[str, Any]:
     """A LangChain message as an OpenAI Chat message (only what TurnMemory reads)."""
     if isinstance(message, AIMessage):
         made = [(call["id"], call["name"], call["args"]) for call in message.tool_calls]
