@@ -67,6 +67,12 @@ class Boundary:
     read: float = 0.1
     write: float = 1.25
 
+    def cost(self, size: int, *, written: bool) -> float:
+        """What carrying ``size`` over the requests ahead costs: the first request writes it to the
+        cache (``written``) or reads it from there, every later one reads it."""
+        later = max(self.requests_ahead, 1.0) - 1.0
+        return (self.write if written else self.read) * size + later * self.read * size
+
     @property
     def cold(self) -> bool:
         """Whether the cache has expired since the last request."""
@@ -83,8 +89,5 @@ def should_compact(boundary: Boundary, policy: BoundaryPolicy = DEFAULT_POLICY) 
     """
     if policy != "when_it_pays":
         return policy == "every_turn"
-    b = boundary
-    later = max(b.requests_ahead, 1.0) - 1.0
-    keep = (b.write if b.cold else b.read) * b.raw + later * b.read * b.raw
-    compact = b.write * b.compacted + later * b.read * b.compacted
-    return compact < keep
+    keep = boundary.cost(boundary.raw, written=boundary.cold)
+    return boundary.cost(boundary.compacted, written=True) < keep

@@ -52,18 +52,12 @@ class ToolActivity:
 
     def to_dict(self) -> dict[str, Any]:
         """The spec's JSON object: fields in spec order, absent ones omitted."""
-        out: dict[str, Any] = {"text_offset": self.text_offset, "tool": self.tool, "status": self.status}
-        if self.target is not None:
-            out["target"] = self.target
-        if self.server is not None:
-            out["server"] = self.server
-        if self.file_changed is not None:
-            out["file_changed"] = self.file_changed
-        if self.failed_command is not None:
-            out["failed_command"] = self.failed_command
-        if self.exit_code is not None:
-            out["exit_code"] = self.exit_code
-        return out
+        required = {"text_offset": self.text_offset, "tool": self.tool, "status": self.status}
+        return {**required, **self.present(*_STRING_FIELDS, "exit_code")}
+
+    def present(self, *names: str) -> dict[str, Any]:
+        """The named fields that are present (not ``None``), in the order named."""
+        return {name: value for name in names if (value := getattr(self, name)) is not None}
 
     @classmethod
     def from_dict(cls, data: object) -> ToolActivity:

@@ -41,8 +41,12 @@ class HistoricalCall:
     name: str
     arguments: dict[str, Any]
     result: dict[str, Any]
-    is_error: bool
     activity: ToolActivity
+
+    @property
+    def is_error(self) -> bool:
+        """Whether the call replays as failed (its result's status is not ``success``)."""
+        return bool(self.result["status"] != "success")
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,14 +81,7 @@ def historical_result(activity: ToolActivity) -> dict[str, Any]:
     """
     if activity.status != "success":
         return {"status": "error"}
-    result: dict[str, Any] = {"status": "success"}
-    if activity.file_changed is not None:
-        result["file_changed"] = activity.file_changed
-    if activity.failed_command is not None:
-        result["failed_command"] = activity.failed_command
-    if activity.exit_code is not None:
-        result["exit_code"] = activity.exit_code
-    return result
+    return {"status": "success", **activity.present("file_changed", "failed_command", "exit_code")}
 
 
 def historical_arguments(
@@ -132,14 +129,12 @@ def historical_steps(
             batch, start = [], cursor
         cursor = activity.text_offset
         call_id = compact_id(message_index, n) if id_style == "compact" else f"historical_{message_index}_{n}"
-        result = historical_result(activity)
         batch.append(
             HistoricalCall(
                 id=call_id,
                 name=MCP_TOOL if activity.server is not None else activity.tool,
                 arguments=historical_arguments(activity, arguments, rules),
-                result=result,
-                is_error=result["status"] != "success",
+                result=historical_result(activity),
                 activity=activity,
             )
         )

@@ -33,20 +33,24 @@ __all__ = [
 
 
 @dataclass(frozen=True, slots=True)
-class AssistantSegment:
-    """Assistant prose streamed in one stretch of one loop iteration."""
+class _Stretch:
+    """Text streamed in one stretch of one loop iteration; ``sealed`` once that iteration completed."""
 
     text: str
     sealed: bool
+
+
+@dataclass(frozen=True, slots=True)
+class AssistantSegment(_Stretch):
+    """Assistant prose streamed in one stretch of one loop iteration."""
+
     kind: Literal["assistant"] = "assistant"
 
 
 @dataclass(frozen=True, slots=True)
-class ReasoningSegment:
+class ReasoningSegment(_Stretch):
     """Reasoning or thinking text; shown while the turn runs, never retained."""
 
-    text: str
-    sealed: bool
     kind: Literal["reasoning"] = "reasoning"
 
 

@@ -17,15 +17,25 @@ imported only when used and needing only its own extra:
 """
 
 from turnmemory.integrations._agents import AGENT_RULES, GATEWAY_RULES
-from turnmemory.integrations._compact import Compactor, Provider, ResultParser, compact, parse_result
+from turnmemory.integrations._compact import (
+    CompactOptions,
+    Compactor,
+    CompactorOptions,
+    Provider,
+    ResultParser,
+    compact,
+    parse_result,
+)
 from turnmemory.integrations._request import WIRES, CompactedRequest, Wire, compact_request
 
 __all__ = [
     "AGENT_RULES",
     "GATEWAY_RULES",
     "WIRES",
+    "CompactOptions",
     "CompactedRequest",
     "Compactor",
+    "CompactorOptions",
     "Provider",
     "ResultParser",
     "Wire",

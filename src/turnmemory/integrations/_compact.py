@@ -25,7 +25,7 @@ import re
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypedDict, TypeVar, Unpack
 
 from turnmemory._text import compact_json
 from turnmemory.boundary import (
@@ -47,7 +47,16 @@ from turnmemory.retention import DEFAULT_RULES, ToolRule
 from turnmemory.segments import TurnRecorder
 from turnmemory.transcripts import tool_outcome
 
-__all__ = ["Compactor", "Provider", "ResultParser", "compact", "parse_result"]
+__all__ = [
+    "CompactOptions",
+    "Compactor",
+    "CompactorOptions",
+    "Provider",
+    "ResultParser",
+    "compact",
+    "last_index",
+    "parse_result",
+]
 
 ResultParser = Callable[[str, Mapping[str, Any], str, bool], "tuple[Mapping[str, Any] | None, bool]"]
 """``(tool name, call arguments, result text, error flag) -> (outcome, failed)``.
@@ -55,6 +64,34 @@ ResultParser = Callable[[str, Mapping[str, Any], str, bool], "tuple[Mapping[str,
 The outcome is the output mapping the retention rules read (``{"file_changed": path}``,
 ``{"exit_code": n}``); ``failed`` marks a call that did not run (its activity gets status ``error``).
 """
+
+
+class CompactOptions(TypedDict, total=False):
+    """The keyword options of :func:`compact` besides ``model``.
+
+    ``rules`` (what each tool keeps: :data:`~turnmemory.retention.DEFAULT_RULES` plus a
+    :class:`~turnmemory.retention.ToolRule` for each of your own tools), ``result_parser``,
+    ``workspace`` (paths become relative to it), ``arguments`` (``"empty"``, or ``"target"`` to replay
+    the bounded target as the call's argument), ``id_style`` and ``boundary`` (when completed turns
+    give way to their TurnMemory); :func:`compact` says more of each.
+    """
+
+    rules: Mapping[str, ToolRule]
+    result_parser: ResultParser | None
+    workspace: str | None
+    arguments: ArgumentPolicy
+    id_style: IdStyle | None
+    boundary: BoundaryPolicy
+
+
+class CompactorOptions(CompactOptions, total=False):
+    """:class:`CompactOptions` and ``cache_ttl`` (the provider's cache lifetime in seconds, for
+    ``"when_it_pays"``): the options of a framework adapter, which it passes to its :class:`Compactor`."""
+
+    cache_ttl: float | None
+
+
+_T = TypeVar("_T")
 
 _PLACEHOLDER = "\u2063"  # stands for a kept user message while the formatter lays out the request
 _EXIT_STATUS = re.compile(r"(?:\A|\n)(?:Error: )?exit status (-?\d+)\s*\Z")
@@ -104,6 +141,11 @@ def parse_result(
     is_error = is_error or text.lstrip().startswith(_ERROR_PREFIXES)
     status = _EXIT_STATUS.search(text[-256:])
     return tool_outcome(kind, path, text, is_error, int(status.group(1)) if status else None)
+
+
+def last_index(items: Sequence[_T], predicate: Callable[[_T], bool]) -> int | None:
+    """The index of the last of ``items`` that ``predicate`` holds for, or ``None``."""
+    return next((i for i in range(len(items) - 1, -1, -1) if predicate(items[i])), None)
 
 
 def _path(rule: ToolRule | None, arguments: Mapping[str, Any]) -> str | None:
@@ -220,7 +262,7 @@ class Compactor:
         given = _checked(messages, self.provider)
         now = time.monotonic()
         idle, self._last_call = (None if self._last_call is None else now - self._last_call), now
-        last = next((i for i in range(len(given) - 1, -1, -1) if self._user_turn(given[i])), None)
+        last = last_index(given, self._user_turn)
         if last is None:
             return [dict(message) for message in given]
         prefix = given[: last + 1]
@@ -410,13 +452,8 @@ def compact(
     messages: Sequence[Any],
     provider: Provider = "openai_chat",
     *,
-    rules: Mapping[str, ToolRule] = DEFAULT_RULES,
-    result_parser: ResultParser | None = None,
-    workspace: str | None = None,
-    arguments: ArgumentPolicy = "empty",
-    id_style: IdStyle | None = None,
     model: str | None = None,
-    boundary: BoundaryPolicy = DEFAULT_POLICY,
+    **options: Unpack[CompactOptions],
 ) -> list[Item]:
     """``messages`` (an OpenAI Chat, Anthropic, OpenAI Responses, Gemini or Bedrock list) with TurnMemory applied.
 
@@ -438,13 +475,4 @@ def compact(
     compacting it again changes nothing. Keep a :class:`Compactor` per conversation to pay only for new turns (and, under
     ``"when_it_pays"``, to compact when the cache has gone cold).
     """
-    return Compactor(
-        provider,
-        rules=rules,
-        result_parser=result_parser,
-        workspace=workspace,
-        arguments=arguments,
-        id_style=id_style,
-        model=model,
-        boundary=boundary,
-    ).compact(messages)
+    return Compactor(provider, model=model, **options).compact(messages)

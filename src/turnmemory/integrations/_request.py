@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from turnmemory.boundary import DEFAULT_POLICY, BoundaryPolicy
-from turnmemory.integrations._compact import ResultParser, compact
+from turnmemory.integrations._compact import ResultParser, compact, last_index
 from turnmemory.retention import DEFAULT_RULES, ToolRule
 
 __all__ = ["MAX_BREAKPOINTS", "WIRES", "CompactedRequest", "Wire", "compact_request"]
@@ -103,7 +103,7 @@ def compact_request(
         return None
     if wire == "openai_responses" and (body.get("previous_response_id") or body.get("conversation")):
         return None
-    last = next((i for i in range(len(items) - 1, -1, -1) if _real_user(wire, items[i])), None)
+    last = last_index(items, lambda item: _real_user(wire, item))
     if last is None:
         return None
     turns, working = 0, False

@@ -18,31 +18,20 @@ Needs ``pip install 'turnmemory[langchain]'``.
 from __future__ import annotations
 
 import functools
-import json
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, Unpack
+
+from turnmemory.integrations import _adapter
 
 try:
     from langchain.agents.middleware import AgentMiddleware, AgentState, ModelRequest, ModelResponse
-    from langchain_core.messages import (
-        AIMessage,
-        AnyMessage,
-        BaseMessage,
-        HumanMessage,
-        RemoveMessage,
-        ToolMessage,
-    )
+    from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, RemoveMessage, ToolMessage
     from langgraph.graph.message import REMOVE_ALL_MESSAGES
     from langgraph.runtime import Runtime
 except ImportError as error:  # pragma: no cover - only without the extra
-    raise ImportError(
-        f"turnmemory.integrations.langchain needs langchain: pip install 'turnmemory[langchain]' ({error})"
-    ) from None
+    raise _adapter.missing_extra("langchain", "langchain", "langchain", error) from None
 
-from turnmemory.boundary import DEFAULT_CACHE_TTL, DEFAULT_POLICY, BoundaryPolicy
-from turnmemory.integrations._compact import Compactor, ResultParser
-from turnmemory.replay import ArgumentPolicy, IdStyle
-from turnmemory.retention import DEFAULT_RULES, ToolRule
+from turnmemory.integrations._compact import Compactor, CompactorOptions, last_index
 
 __all__ = ["TurnMemoryMiddleware"]
 
@@ -58,27 +47,13 @@ def _content_text(content: Any) -> str:
     )
 
 
-def _as_chat(message: BaseMessage) -> dict[str, Any]:
+def _as_chat(message: AnyMessage) -> dict[str, Any]:
     """A LangChain message as an OpenAI Chat message (only what TurnMemory reads)."""
     if isinstance(message, AIMessage):
-        out: dict[str, Any] = {"role": "assistant", "content": _content_text(message.content)}
-        if message.tool_calls:
-            out["tool_calls"] = [
-                {
-                    "id": call["id"],
-                    "type": "function",
-                    "function": {"name": call["name"], "arguments": json.dumps(call["args"])},
-                }
-                for call in message.tool_calls
-            ]
-        return out
+        made = [(call["id"], call["name"], call["args"]) for call in message.tool_calls]
+        return _adapter.assistant(_content_text(message.content), made)
     if isinstance(message, ToolMessage):
-        return {
-            "role": "tool",
-            "tool_call_id": message.tool_call_id,
-            "content": _content_text(message.content),
-            "status": message.status,
-        }
+        return _adapter.tool(message.tool_call_id, _content_text(message.content), message.status)
     return {"role": "user" if isinstance(message, HumanMessage) else "system", "content": message.text}
 
 
@@ -88,13 +63,8 @@ def _from_chat(item: Mapping[str, Any], names: Mapping[str, str]) -> AnyMessage:
         call_id = item["tool_call_id"]
         return ToolMessage(content=item["content"], tool_call_id=call_id, name=names.get(call_id))
     calls = [
-        {
-            "id": call["id"],
-            "name": call["function"]["name"],
-            "args": json.loads(call["function"]["arguments"]),
-            "type": "tool_call",
-        }
-        for call in item.get("tool_calls", ())
+        {"id": call_id, "name": name, "args": arguments, "type": "tool_call"}
+        for call_id, name, arguments in _adapter.calls(item)
     ]
     return AIMessage(content=item.get("content") or "", tool_calls=calls)
 
@@ -120,37 +90,14 @@ class _Memo:
 class TurnMemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
     """Send the model each completed turn as its TurnMemory record instead of the raw tool trace.
 
-    Options as for :func:`turnmemory.integrations.compact`: ``rules`` (what each tool keeps; add a
-    :class:`~turnmemory.retention.ToolRule` for your own tools), ``result_parser``, ``workspace`` (paths
-    become relative to it), ``arguments`` (``"empty"``, or ``"target"`` to replay the bounded target
-    as the call's argument), ``id_style``, and the boundary policy (``boundary``, ``cache_ttl``: when
-    completed turns give way to their TurnMemory, :class:`~turnmemory.integrations.Compactor`). ``replace_history=True`` also compacts the graph state at
-    each new turn (the full trace is then gone from the checkpoint, not only from the requests).
+    ``options`` go to its :class:`~turnmemory.integrations.Compactor` (:class:`~turnmemory.integrations.CompactorOptions`).
+    ``replace_history=True`` also compacts the graph state at each new turn (the full trace is then
+    gone from the checkpoint, not only from the requests).
     """
 
-    def __init__(
-        self,
-        *,
-        rules: Mapping[str, ToolRule] = DEFAULT_RULES,
-        result_parser: ResultParser | None = None,
-        workspace: str | None = None,
-        arguments: ArgumentPolicy = "empty",
-        id_style: IdStyle = "historical",
-        boundary: BoundaryPolicy = DEFAULT_POLICY,
-        cache_ttl: float | None = DEFAULT_CACHE_TTL,
-        replace_history: bool = False,
-    ) -> None:
+    def __init__(self, *, replace_history: bool = False, **options: Unpack[CompactorOptions]) -> None:
         super().__init__()
-        self.compactor = Compactor(
-            "openai_chat",
-            rules=rules,
-            result_parser=result_parser,
-            workspace=workspace,
-            arguments=arguments,
-            id_style=id_style,
-            boundary=boundary,
-            cache_ttl=cache_ttl,
-        )
+        self.compactor = Compactor("openai_chat", **options)
         self.replace_history = replace_history
         self._to_chat = _Memo()
         self._from_chat = _Memo()
@@ -161,21 +108,14 @@ class TurnMemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         Human and system messages, and every message after the last human message, are the very
         objects given. Only what is new since the previous call is converted and compacted.
         """
-        last = next(
-            (i for i in range(len(messages) - 1, -1, -1) if isinstance(messages[i], HumanMessage)), None
-        )
+        last = last_index(messages, lambda message: isinstance(message, HumanMessage))
         if last is None:
             return list(messages)
         prefix = messages[: last + 1]
         items = self.compactor.compact([self._to_chat.get(m, functools.partial(_as_chat, m)) for m in prefix])
         self._to_chat.done()
         kept = iter([m for m in prefix if not isinstance(m, AIMessage | ToolMessage)])
-        names = {
-            call["id"]: call["function"]["name"]
-            for item in items
-            if item["role"] == "assistant"
-            for call in item.get("tool_calls", ())
-        }
+        names = _adapter.call_names(items)
         out = [
             self._from_chat.get(item, functools.partial(_from_chat, item, names))
             if item["role"] in ("assistant", "tool")

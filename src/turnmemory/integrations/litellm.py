@@ -17,12 +17,12 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
+from turnmemory.integrations._adapter import missing_extra
+
 try:
     from litellm.integrations.custom_logger import CustomLogger
 except ImportError as error:  # pragma: no cover - only without the extra
-    raise ImportError(
-        f"turnmemory.integrations.litellm needs litellm ({error}): pip install 'turnmemory[litellm]'"
-    ) from None
+    raise missing_extra("litellm", "litellm", "litellm", error) from None
 
 from turnmemory.boundary import DEFAULT_POLICY, BoundaryPolicy
 from turnmemory.integrations._agents import GATEWAY_RULES

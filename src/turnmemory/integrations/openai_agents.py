@@ -17,21 +17,17 @@ sessions) keep the full trace. Needs ``pip install 'turnmemory[agents]'``.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any, cast
+from typing import Any, Unpack, cast
+
+from turnmemory.integrations._adapter import missing_extra
 
 try:
     from agents import TResponseInputItem
     from agents.run_config import CallModelData, ModelInputData
 except ImportError as error:  # pragma: no cover - only without the extra
-    raise ImportError(
-        f"turnmemory.integrations.openai_agents needs the OpenAI Agents SDK: pip install 'turnmemory[agents]' ({error})"
-    ) from None
+    raise missing_extra("openai_agents", "the OpenAI Agents SDK", "agents", error) from None
 
-from turnmemory.boundary import DEFAULT_CACHE_TTL, DEFAULT_POLICY, BoundaryPolicy
-from turnmemory.integrations._compact import Compactor, ResultParser
-from turnmemory.replay import ArgumentPolicy, IdStyle
-from turnmemory.retention import DEFAULT_RULES, ToolRule
+from turnmemory.integrations._compact import Compactor, CompactorOptions
 
 __all__ = ["TurnMemoryInputFilter"]
 
@@ -45,34 +41,12 @@ def _plain(item: Any) -> Any:
 class TurnMemoryInputFilter:
     """A ``RunConfig(call_model_input_filter=...)`` that sends completed turns as TurnMemory.
 
-    Options as for :func:`turnmemory.integrations.compact`: ``rules`` (what each tool keeps; add a
-    :class:`~turnmemory.retention.ToolRule` for your own tools), ``result_parser``, ``workspace``,
-    ``arguments`` (``"empty"`` or ``"target"``), ``id_style``, and the boundary policy (``boundary``,
-    ``cache_ttl``: when completed turns give way to their TurnMemory, :class:`~turnmemory.integrations.Compactor`). Use one per conversation for the
-    incremental path (a shared one is correct, only slower).
+    ``options`` go to its :class:`~turnmemory.integrations.Compactor` (:class:`~turnmemory.integrations.CompactorOptions`).
+    Use one per conversation for the incremental path (a shared one is correct, only slower).
     """
 
-    def __init__(
-        self,
-        *,
-        rules: Mapping[str, ToolRule] = DEFAULT_RULES,
-        result_parser: ResultParser | None = None,
-        workspace: str | None = None,
-        arguments: ArgumentPolicy = "empty",
-        id_style: IdStyle = "historical",
-        boundary: BoundaryPolicy = DEFAULT_POLICY,
-        cache_ttl: float | None = DEFAULT_CACHE_TTL,
-    ) -> None:
-        self.compactor = Compactor(
-            "openai_responses",
-            rules=rules,
-            result_parser=result_parser,
-            workspace=workspace,
-            arguments=arguments,
-            id_style=id_style,
-            boundary=boundary,
-            cache_ttl=cache_ttl,
-        )
+    def __init__(self, **options: Unpack[CompactorOptions]) -> None:
+        self.compactor = Compactor("openai_responses", **options)
 
     def __call__(self, data: CallModelData[Any]) -> ModelInputData:
         """The model input with every turn before the last user message compacted."""

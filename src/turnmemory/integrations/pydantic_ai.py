@@ -21,9 +21,10 @@ the stored history becomes the compact one. Needs ``pip install 'turnmemory[pyda
 from __future__ import annotations
 
 import dataclasses
-import json
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Any
+from typing import Any, Unpack
+
+from turnmemory.integrations import _adapter
 
 try:
     from pydantic_ai.capabilities import ProcessHistory
@@ -39,14 +40,9 @@ try:
         UserPromptPart,
     )
 except ImportError as error:  # pragma: no cover - only without the extra
-    raise ImportError(
-        f"turnmemory.integrations.pydantic_ai needs pydantic-ai: pip install 'turnmemory[pydantic-ai]' ({error})"
-    ) from None
+    raise _adapter.missing_extra("pydantic_ai", "pydantic-ai", "pydantic-ai", error) from None
 
-from turnmemory.boundary import DEFAULT_CACHE_TTL, DEFAULT_POLICY, BoundaryPolicy
-from turnmemory.integrations._compact import Compactor, ResultParser
-from turnmemory.replay import ArgumentPolicy, IdStyle
-from turnmemory.retention import DEFAULT_RULES, ToolRule
+from turnmemory.integrations._compact import Compactor, CompactorOptions, last_index
 
 __all__ = ["TurnMemoryProcessor", "turn_memory"]
 
@@ -60,19 +56,9 @@ def _request_items(message: ModelRequest, kept: list[tuple[ModelRequestPart, Mod
     for part in message.parts:
         if isinstance(part, ToolReturnPart):
             status = "success" if part.outcome == "success" else "error"
-            yield {
-                "role": "tool",
-                "tool_call_id": part.tool_call_id,
-                "content": part.model_response_str(),
-                "status": status,
-            }
+            yield _adapter.tool(part.tool_call_id, part.model_response_str(), status)
         elif isinstance(part, RetryPromptPart) and part.tool_name is not None:  # pyright: ignore[reportDeprecated]
-            yield {
-                "role": "tool",
-                "tool_call_id": part.tool_call_id,
-                "content": part.model_response(),
-                "status": "error",
-            }
+            yield _adapter.tool(part.tool_call_id, part.model_response(), "error")
         else:
             kept.append((part, message))
             role = "user" if isinstance(part, UserPromptPart) else "system"
@@ -81,64 +67,28 @@ def _request_items(message: ModelRequest, kept: list[tuple[ModelRequestPart, Mod
 
 def _response_item(message: ModelResponse) -> dict[str, Any]:
     text = "".join(part.content for part in message.parts if isinstance(part, TextPart))
-    item: dict[str, Any] = {"role": "assistant", "content": text}
-    calls = [
-        {
-            "id": part.tool_call_id,
-            "type": "function",
-            "function": {"name": part.tool_name, "arguments": json.dumps(part.args_as_dict())},
-        }
+    made = [
+        (part.tool_call_id, part.tool_name, part.args_as_dict())
         for part in message.parts
         if isinstance(part, ToolCallPart)
     ]
-    if calls:
-        item["tool_calls"] = calls
-    return item
+    return _adapter.assistant(text, made)
 
 
 class TurnMemoryProcessor:
     """A pydantic-ai history processor that replays completed runs as TurnMemory.
 
-    Options as for :func:`turnmemory.integrations.compact`: ``rules`` (what each tool keeps; add a
-    :class:`~turnmemory.retention.ToolRule` for your own tools), ``result_parser``, ``workspace``,
-    ``arguments`` (``"empty"`` or ``"target"``), ``id_style``, and the boundary policy (``boundary``,
-    ``cache_ttl``: when completed turns give way to their TurnMemory, :class:`~turnmemory.integrations.Compactor`). Use one per conversation for the
-    incremental path; sharing one across conversations is correct, only slower.
+    ``options`` go to its :class:`~turnmemory.integrations.Compactor` (:class:`~turnmemory.integrations.CompactorOptions`).
+    Use one per conversation for the incremental path; sharing one across conversations is correct,
+    only slower.
     """
 
-    def __init__(
-        self,
-        *,
-        rules: Mapping[str, ToolRule] = DEFAULT_RULES,
-        result_parser: ResultParser | None = None,
-        workspace: str | None = None,
-        arguments: ArgumentPolicy = "empty",
-        id_style: IdStyle = "historical",
-        boundary: BoundaryPolicy = DEFAULT_POLICY,
-        cache_ttl: float | None = DEFAULT_CACHE_TTL,
-    ) -> None:
-        self.compactor = Compactor(
-            "openai_chat",
-            rules=rules,
-            result_parser=result_parser,
-            workspace=workspace,
-            arguments=arguments,
-            id_style=id_style,
-            boundary=boundary,
-            cache_ttl=cache_ttl,
-        )
+    def __init__(self, **options: Unpack[CompactorOptions]) -> None:
+        self.compactor = Compactor("openai_chat", **options)
 
     def __call__(self, messages: list[ModelMessage]) -> list[ModelMessage]:
         """``messages`` with every run before the last user prompt replaced by its TurnMemory replay."""
-        last = next(
-            (
-                i
-                for i in range(len(messages) - 1, -1, -1)
-                if isinstance(messages[i], ModelRequest)
-                and any(isinstance(part, UserPromptPart) for part in messages[i].parts)
-            ),
-            None,
-        )
+        last = last_index(messages, _user_prompt)
         if last is None:
             return messages
         kept: list[tuple[ModelRequestPart, ModelRequest]] = []
@@ -151,6 +101,12 @@ class TurnMemoryProcessor:
         return [*_from_chat(self.compactor.compact(items), iter(kept)), *messages[last + 1 :]]
 
 
+def _user_prompt(message: ModelMessage) -> bool:
+    return isinstance(message, ModelRequest) and any(
+        isinstance(part, UserPromptPart) for part in message.parts
+    )
+
+
 def _from_chat(
     items: Sequence[Mapping[str, Any]], kept: Iterator[tuple[ModelRequestPart, ModelRequest]]
 ) -> list[ModelMessage]:
@@ -158,7 +114,7 @@ def _from_chat(
     out: list[ModelMessage] = []
     parts: list[ModelRequestPart] = []
     template: ModelRequest | None = None
-    names: dict[str, str] = {}
+    names = _adapter.call_names(items)
 
     def close() -> None:
         nonlocal template
@@ -175,15 +131,10 @@ def _from_chat(
         if item["role"] == "assistant":
             close()
             response: list[Any] = [TextPart(item["content"])] if item.get("content") else []
-            for call in item.get("tool_calls", ()):
-                names[call["id"]] = call["function"]["name"]
-                response.append(
-                    ToolCallPart(
-                        call["function"]["name"],
-                        json.loads(call["function"]["arguments"]),
-                        tool_call_id=call["id"],
-                    )
-                )
+            response += [
+                ToolCallPart(name, arguments, tool_call_id=call_id)
+                for call_id, name, arguments in _adapter.calls(item)
+            ]
             out.append(ModelResponse(parts=response))
         elif item["role"] == "tool":
             call_id = item["tool_call_id"]
@@ -196,25 +147,6 @@ def _from_chat(
     return out
 
 
-def turn_memory(
-    *,
-    rules: Mapping[str, ToolRule] = DEFAULT_RULES,
-    result_parser: ResultParser | None = None,
-    workspace: str | None = None,
-    arguments: ArgumentPolicy = "empty",
-    id_style: IdStyle = "historical",
-    boundary: BoundaryPolicy = DEFAULT_POLICY,
-    cache_ttl: float | None = DEFAULT_CACHE_TTL,
-) -> ProcessHistory[Any]:
+def turn_memory(**options: Unpack[CompactorOptions]) -> ProcessHistory[Any]:
     """The capability for ``Agent(..., capabilities=[turn_memory()])``; options as :class:`TurnMemoryProcessor`."""
-    return ProcessHistory(
-        TurnMemoryProcessor(
-            rules=rules,
-            result_parser=result_parser,
-            workspace=workspace,
-            arguments=arguments,
-            id_style=id_style,
-            boundary=boundary,
-            cache_ttl=cache_ttl,
-        )
-    )
+    return ProcessHistory(TurnMemoryProcessor(**options))

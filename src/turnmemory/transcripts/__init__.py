@@ -14,36 +14,10 @@ reported in one readable line (``ImportedSession.problems``) and skipped. Tool c
 """
 
 from turnmemory.providers._read import as_text
+from turnmemory.transcripts import _model
 from turnmemory.transcripts._detect import FORMATS, detect_format, discover, load_session
-from turnmemory.transcripts._model import (
-    ImportedEvent,
-    ImportedSession,
-    ImportedTurn,
-    IterationEnd,
-    Prose,
-    Reasoning,
-    ToolCall,
-    ToolResult,
-    replay_events,
-    replay_turn,
-)
+from turnmemory.transcripts._model import *  # noqa: F403 - the imported form, every name of it
 from turnmemory.transcripts._tools import tool_outcome
 
-__all__ = [
-    "FORMATS",
-    "ImportedEvent",
-    "ImportedSession",
-    "ImportedTurn",
-    "IterationEnd",
-    "Prose",
-    "Reasoning",
-    "ToolCall",
-    "ToolResult",
-    "as_text",
-    "detect_format",
-    "discover",
-    "load_session",
-    "replay_events",
-    "replay_turn",
-    "tool_outcome",
-]
+__all__ = ["FORMATS", "as_text", "detect_format", "discover", "load_session", "tool_outcome"]
+__all__ += _model.__all__

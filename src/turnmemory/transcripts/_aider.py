@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from turnmemory.transcripts._build import SessionBuilder, open_regular, read_lines
-from turnmemory.transcripts._model import ImportedSession, IterationEnd, Prose, ToolCall, ToolResult
+from turnmemory.transcripts._model import ImportedSession, Prose, ToolCall, ToolResult
 
 __all__ = ["FORMAT", "is_aider", "load_aider"]
 
@@ -169,7 +169,7 @@ class _Reader:
                 self.builder.skip("before_first_turn")
             return
         if self.replies_in_turn:
-            self.builder.add(IterationEnd())
+            self.builder.end_iteration()
         self.replies_in_turn += 1
         applied = {m.group(1) for line in reply.quoted if (m := _APPLIED.match(line))}
         for part in reply.parts:

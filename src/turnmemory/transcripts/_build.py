@@ -28,6 +28,7 @@ __all__ = [
     "MAX_LINE_BYTES",
     "MAX_PROBLEMS",
     "SessionBuilder",
+    "document_builder",
     "mapping",
     "open_regular",
     "parse_time",
@@ -126,6 +127,18 @@ class SessionBuilder:
         """Whether a user turn has started."""
         return bool(self._turns)
 
+    def prose(self, text: str) -> None:
+        """Append a chunk of assistant prose to the current turn."""
+        self.add(Prose(text))
+
+    def reasoning(self, text: str) -> None:
+        """Append reasoning text to the current turn."""
+        self.add(Reasoning(text))
+
+    def end_iteration(self) -> None:
+        """Note that one provider request of the tool loop finished (an :class:`IterationEnd`)."""
+        self.add(IterationEnd())
+
     def add(self, event: ImportedEvent) -> None:
         """Append an event to the current turn."""
         if not self._turns:
@@ -164,6 +177,11 @@ class SessionBuilder:
         if self._waiting == -1:
             self._stamp()
         self._waiting = None
+
+    def nothing(self, why: str) -> ImportedSession:
+        """The session of a document that holds nothing to import, its one problem saying ``why``."""
+        self.problem("document", f"{why}; nothing imported")
+        return self.build()
 
     def build(self) -> ImportedSession:
         """The finished session."""
@@ -258,6 +276,12 @@ def read_jsonl(path: Path, builder: SessionBuilder) -> Iterator[tuple[int, dict[
                 builder.problem(number, f"expected a JSON object, got {type(record).__name__}; line skipped")
                 continue
             yield number, record
+
+
+def document_builder(path: Path, fmt: str, document: Any) -> tuple[SessionBuilder, Any]:
+    """A builder for the JSON document at ``path``, and the document: ``document`` when the caller
+    has parsed it already, else the file as :func:`read_json` reads it."""
+    return SessionBuilder(path, fmt), read_json(path) if document is None else document
 
 
 def read_json(path: Path) -> Any:

@@ -19,14 +19,7 @@ from turnmemory.providers import anthropic
 from turnmemory.providers._read import Piece, as_text
 from turnmemory.retention import DEFAULT_RULES
 from turnmemory.transcripts._build import SessionBuilder, read_jsonl
-from turnmemory.transcripts._model import (
-    ImportedSession,
-    IterationEnd,
-    Prose,
-    Reasoning,
-    ToolCall,
-    ToolResult,
-)
+from turnmemory.transcripts._model import ImportedSession, ToolCall, ToolResult
 from turnmemory.transcripts._tools import claude_code_tool, tool_outcome
 
 __all__ = ["FORMAT", "load_claude_code"]
@@ -75,7 +68,7 @@ def load_claude_code(path: Path) -> ImportedSession:
         if message.get("id") != response_id:
             response_id = message.get("id")
             if builder.in_turn:
-                builder.add(IterationEnd())
+                builder.end_iteration()
         _assistant(builder, number, message.get("content"), calls)
     return builder.build()
 
@@ -119,9 +112,9 @@ def _assistant(builder: SessionBuilder, number: int, content: Any, calls: dict[s
     for slot, block in enumerate(content if isinstance(content, list) else [content]):
         piece = read.get(slot)
         if piece is not None and piece.kind == "prose":
-            builder.add(Prose(piece.text))
+            builder.prose(piece.text)
         elif piece is not None and piece.kind == "reasoning":
-            builder.add(Reasoning(piece.text))
+            builder.reasoning(piece.text)
         elif piece is not None and piece.kind == "call" and piece.name:
             arguments = dict(piece.arguments or {})
             name, mapped = claude_code_tool(piece.name, arguments)

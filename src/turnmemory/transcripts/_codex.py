@@ -20,14 +20,7 @@ from turnmemory._text import compact_json
 from turnmemory.providers import openai_responses
 from turnmemory.providers._read import Piece
 from turnmemory.transcripts._build import SessionBuilder, mapping, read_jsonl
-from turnmemory.transcripts._model import (
-    ImportedSession,
-    IterationEnd,
-    Prose,
-    Reasoning,
-    ToolCall,
-    ToolResult,
-)
+from turnmemory.transcripts._model import ImportedSession, ToolCall, ToolResult
 from turnmemory.transcripts._tools import exit_code_in, mcp_tool, patch_targets, patch_tool, shell_command
 
 __all__ = ["FORMAT", "load_codex"]
@@ -80,7 +73,7 @@ def load_codex(path: Path) -> ImportedSession:
             builder.user(str(payload.get("message") or ""))
         elif kind == "event_msg" and item == "token_count":
             if builder.in_turn:
-                builder.add(IterationEnd())
+                builder.end_iteration()
         elif kind == "event_msg" and item in ("exec_command_end", "patch_apply_end"):
             continue  # read in the first pass
         elif kind == "response_item":
@@ -109,9 +102,9 @@ def _item(
     elif item in _RESPONSES_ITEMS:
         for piece in openai_responses.pieces([payload]):
             if piece.kind == "prose":
-                builder.add(Prose(piece.text))
+                builder.prose(piece.text)
             elif piece.kind == "reasoning":
-                builder.add(Reasoning(piece.text))
+                builder.reasoning(piece.text)
             elif piece.kind == "call":
                 custom = item == "custom_tool_call"
                 started = _call(piece, _call_id(payload, piece.call_id, len(calls)), custom=custom)

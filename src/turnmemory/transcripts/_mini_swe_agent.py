@@ -19,8 +19,8 @@ from typing import Any
 
 from turnmemory._text import compact_json
 from turnmemory.providers._read import as_text
-from turnmemory.transcripts._build import SessionBuilder, mapping, read_json
-from turnmemory.transcripts._model import ImportedSession, IterationEnd, Prose, ToolCall, ToolResult
+from turnmemory.transcripts._build import SessionBuilder, document_builder, mapping
+from turnmemory.transcripts._model import ImportedSession, ToolCall, ToolResult
 from turnmemory.transcripts._tools import exit_code_in
 
 __all__ = ["FORMAT", "load_mini_swe_agent"]
@@ -32,12 +32,10 @@ _COMMAND_BLOCK = re.compile(r"```(?:mswea_bash_command|bash)[ \t]*\n(.*?)\n?```"
 
 def load_mini_swe_agent(path: Path, document: Any = None) -> ImportedSession:
     """Import one mini-swe-agent trajectory (``document`` when it is already parsed)."""
-    builder = SessionBuilder(path, FORMAT)
-    data = read_json(path) if document is None else document
+    builder, data = document_builder(path, FORMAT, document)
     messages = data.get("messages") if isinstance(data, Mapping) else data
     if not isinstance(messages, list):
-        builder.problem("document", "no messages list; nothing imported")
-        return builder.build()
+        return builder.nothing("no messages list")
     pending: list[ToolCall] = []
     for index, message in enumerate(messages):
         if not isinstance(message, Mapping):
@@ -67,7 +65,7 @@ def _assistant(builder: SessionBuilder, index: int, message: Mapping[str, Any], 
     tool_calls = message.get("tool_calls")
     if isinstance(tool_calls, list) and tool_calls:
         if text:
-            builder.add(Prose(text))
+            builder.prose(text)
         for raw in tool_calls:
             function = raw.get("function") if isinstance(raw, Mapping) else None
             if not isinstance(function, Mapping):
@@ -86,7 +84,7 @@ def _assistant(builder: SessionBuilder, index: int, message: Mapping[str, Any], 
         match = _COMMAND_BLOCK.search(text)
         prose = text[: match.start()] + text[match.end() :] if match else text
         if prose.strip():
-            builder.add(Prose(prose))
+            builder.prose(prose)
         if match:
             command = match.group(1)
             calls.append(
@@ -100,7 +98,7 @@ def _assistant(builder: SessionBuilder, index: int, message: Mapping[str, Any], 
             )
     for call in calls:
         builder.add(call)
-    builder.add(IterationEnd())
+    builder.end_iteration()
     return calls
 
 

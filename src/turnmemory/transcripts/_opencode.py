@@ -16,15 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from turnmemory._text import compact_json
-from turnmemory.transcripts._build import SessionBuilder, mapping, read_json
-from turnmemory.transcripts._model import (
-    ImportedSession,
-    IterationEnd,
-    Prose,
-    Reasoning,
-    ToolCall,
-    ToolResult,
-)
+from turnmemory.transcripts._build import SessionBuilder, document_builder, mapping
+from turnmemory.transcripts._model import ImportedSession, ToolCall, ToolResult
 from turnmemory.transcripts._tools import opencode_tool
 
 __all__ = ["FORMAT", "load_opencode"]
@@ -37,13 +30,11 @@ _MILLISECONDS = 0.001
 
 def load_opencode(path: Path, document: Any = None) -> ImportedSession:
     """Import one OpenCode export (``document`` when it is already parsed)."""
-    builder = SessionBuilder(path, FORMAT)
-    data = read_json(path) if document is None else document
+    builder, data = document_builder(path, FORMAT, document)
     info = data.get("info") if isinstance(data, Mapping) else None
     messages = data.get("messages") if isinstance(data, Mapping) else None
     if not isinstance(messages, list):
-        builder.problem("document", "no messages list; nothing imported")
-        return builder.build()
+        return builder.nothing("no messages list")
     if isinstance(info, Mapping) and isinstance(info.get("directory"), str):
         builder.workspace = info["directory"]
     for index, message in enumerate(messages):
@@ -74,7 +65,7 @@ def load_opencode(path: Path, document: Any = None) -> ImportedSession:
                 _part(builder, part)
                 ended = mapping(part.get("time") or mapping(part.get("state")).get("time")).get("end")
                 builder.time(ended, scale=_MILLISECONDS)
-            builder.add(IterationEnd())
+            builder.end_iteration()
             builder.time(times.get("completed"), scale=_MILLISECONDS)
         else:
             builder.skip(f"role:{meta.get('role')}")
@@ -84,9 +75,9 @@ def load_opencode(path: Path, document: Any = None) -> ImportedSession:
 def _part(builder: SessionBuilder, part: Mapping[str, Any]) -> None:
     kind = part.get("type")
     if kind == "text" and isinstance(part.get("text"), str):
-        builder.add(Prose(part["text"]))
+        builder.prose(part["text"])
     elif kind == "reasoning" and isinstance(part.get("text"), str):
-        builder.add(Reasoning(part["text"]))
+        builder.reasoning(part["text"])
     elif kind == "tool" and isinstance(part.get("tool"), str):
         state = mapping(part.get("state"))
         arguments = mapping(state.get("input"))
@@ -97,7 +88,7 @@ def _part(builder: SessionBuilder, part: Mapping[str, Any]) -> None:
         builder.add(call)
         builder.add(_result(call, state))
     elif kind == "step-finish":
-        builder.add(IterationEnd())
+        builder.end_iteration()
     elif kind != "step-start":
         builder.skip(f"part:{kind}")
 

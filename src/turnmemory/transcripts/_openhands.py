@@ -17,8 +17,8 @@ from typing import Any
 
 from turnmemory._text import compact_json
 from turnmemory.providers._read import as_text
-from turnmemory.transcripts._build import SessionBuilder, mapping, read_json
-from turnmemory.transcripts._model import ImportedSession, IterationEnd, Prose, ToolCall, ToolResult
+from turnmemory.transcripts._build import SessionBuilder, document_builder, mapping
+from turnmemory.transcripts._model import ImportedSession, ToolCall, ToolResult
 
 __all__ = ["FORMAT", "load_openhands", "openhands_tool"]
 
@@ -31,11 +31,9 @@ _UNANSWERED = ("finish", "think")  # actions no observation answers
 
 def load_openhands(path: Path, document: Any = None) -> ImportedSession:
     """Import one OpenHands event list (``document`` when it is already parsed)."""
-    builder = SessionBuilder(path, FORMAT)
-    events = read_json(path) if document is None else document
+    builder, events = document_builder(path, FORMAT, document)
     if not isinstance(events, list):
-        builder.problem("document", "expected a list of events; nothing imported")
-        return builder.build()
+        return builder.nothing("expected a list of events")
     builder.workspace = WORKSPACE
     calls: dict[str, ToolCall] = {}
     for index, event in enumerate(events):
@@ -62,12 +60,12 @@ def _action(builder: SessionBuilder, event: Mapping[str, Any], calls: dict[str, 
         builder.skip(f"action:{action}")
         return
     if action == "message":
-        builder.add(Prose(str(args.get("content") or event.get("message") or "")))
-        builder.add(IterationEnd())
+        builder.prose(str(args.get("content") or event.get("message") or ""))
+        builder.end_iteration()
         return
     thought = args.get("thought") or args.get("final_thought")
     if isinstance(thought, str) and thought:
-        builder.add(Prose(thought))
+        builder.prose(thought)
     metadata = mapping(event.get("tool_call_metadata"))
     name, mapped = openhands_tool(action, args)
     source_input = {key: value for key, value in args.items() if key != "thought"}
@@ -82,7 +80,7 @@ def _action(builder: SessionBuilder, event: Mapping[str, Any], calls: dict[str, 
     builder.add(call)
     if action in _UNANSWERED:
         builder.add(ToolResult(call.call_id, ""))
-    builder.add(IterationEnd())
+    builder.end_iteration()
 
 
 def _observation(builder: SessionBuilder, event: Mapping[str, Any], calls: dict[str, ToolCall]) -> None:

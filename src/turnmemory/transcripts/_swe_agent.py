@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from turnmemory.providers._read import as_text
-from turnmemory.transcripts._build import SessionBuilder, read_json
-from turnmemory.transcripts._model import ImportedSession, IterationEnd, Prose, ToolCall, ToolResult
+from turnmemory.transcripts._build import SessionBuilder, document_builder
+from turnmemory.transcripts._model import ImportedSession, ToolCall, ToolResult
 
 __all__ = ["FORMAT", "load_swe_agent", "swe_agent_tool"]
 
@@ -34,11 +34,9 @@ _EDIT = ("edit", "insert", "append")
 
 def load_swe_agent(path: Path, document: Any = None) -> ImportedSession:
     """Import one SWE-agent ``.traj`` file (``document`` when it is already parsed)."""
-    builder = SessionBuilder(path, FORMAT)
-    data = read_json(path) if document is None else document
+    builder, data = document_builder(path, FORMAT, document)
     if not isinstance(data, Mapping):
-        builder.problem("document", "expected a JSON object; nothing imported")
-        return builder.build()
+        return builder.nothing("expected a JSON object")
     history = [
         entry
         for entry in data.get("history") or []
@@ -64,7 +62,7 @@ def _step(builder: SessionBuilder, index: int, step: Mapping[str, Any]) -> None:
         builder.workspace = state["working_dir"]
     thought = step.get("thought")
     if isinstance(thought, str) and thought:
-        builder.add(Prose(thought))
+        builder.prose(thought)
     action = step["action"].strip()
     name, arguments = swe_agent_tool(action, state.get("open_file"))
     call = ToolCall(f"step_{index}", name, arguments, action.split(maxsplit=1)[0] if action else "", action)
@@ -77,7 +75,7 @@ def _step(builder: SessionBuilder, index: int, step: Mapping[str, Any]) -> None:
         else None
     )
     builder.add(ToolResult(call.call_id, text, outcome=outcome))
-    builder.add(IterationEnd())
+    builder.end_iteration()
 
 
 def _history(builder: SessionBuilder, history: list[Mapping[str, Any]]) -> None:
@@ -90,7 +88,7 @@ def _history(builder: SessionBuilder, history: list[Mapping[str, Any]]) -> None:
                 else as_text(entry.get("content"))
             )
             if thought:
-                builder.add(Prose(thought))
+                builder.prose(thought)
             for raw in entry.get("tool_calls") or []:
                 function = raw.get("function") if isinstance(raw, Mapping) else None
                 if not isinstance(function, Mapping):
@@ -99,7 +97,7 @@ def _history(builder: SessionBuilder, history: list[Mapping[str, Any]]) -> None:
                 call = _function_call(str(raw.get("id")), str(function.get("name")), arguments_text)
                 pending.append(call)
                 builder.add(call)
-            builder.add(IterationEnd())
+            builder.end_iteration()
         elif entry.get("role") == "tool" and pending:
             builder.add(ToolResult(pending.pop(0).call_id, as_text(entry.get("content"))))
 
