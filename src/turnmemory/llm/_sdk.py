@@ -24,6 +24,7 @@ __all__ = [
     "DEFAULT_TIMEOUT",
     "Completion",
     "Endpoint",
+    "Query",
     "Sdk",
     "Settings",
     "StreamInterrupted",
@@ -88,6 +89,22 @@ def sdk_options(endpoint: Endpoint) -> dict[str, Any]:
 
 
 @dataclass(frozen=True, slots=True)
+class Query:
+    """One request of a turn as its SDK half sends it (each attempt sends the same).
+
+    ``body`` is the formatter's request; ``turn_start`` the index in ``body[wire.ITEMS]`` where this
+    turn's own items begin. Arguments longer than ``max_argument_bytes`` are counted, not kept: their
+    call carries only their size (``Call.dropped_bytes``) and the response's items an empty object in
+    their place, so memory stays bounded and none of their text reaches a later request.
+    """
+
+    body: Mapping[str, Any]
+    tools: Sequence[ToolSpec]
+    turn_start: int
+    max_argument_bytes: int
+
+
+@dataclass(frozen=True, slots=True)
 class Completion:
     """One complete response: the native items to append, its tool calls, text, usage and stop."""
 
@@ -114,20 +131,9 @@ class Sdk(Protocol):
         """The pending items of an earlier turn as this provider sends them again."""
         return pending
 
-    def stream(
-        self,
-        request: Mapping[str, Any],
-        tools: Sequence[ToolSpec],
-        turn_start: int,
-        *,
-        max_argument_bytes: int,
-    ) -> Generator[Event | Completion, None, None]:
-        """Send ``request``; yield text and reasoning events as they stream, then one ``Completion``.
+    def stream(self, query: Query) -> Generator[Event | Completion, None, None]:
+        """Send ``query``; yield text and reasoning events as they stream, then one ``Completion``.
 
-        ``turn_start`` is the index in ``request[wire.ITEMS]`` where this turn's own items begin.
-        Arguments longer than ``max_argument_bytes`` are counted, not kept: their call carries only
-        their size (``Call.dropped_bytes``) and the response's items an empty object in their place,
-        so memory stays bounded and none of their text reaches a later request.
         Raises the SDK's error (or :class:`StreamInterrupted`) when the request fails.
         """
 

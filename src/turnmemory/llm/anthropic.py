@@ -17,7 +17,7 @@ from collections.abc import Generator, Mapping, Sequence
 from typing import Any, Literal
 
 from turnmemory.llm._retry import RequestFailure, connection_failure, error_fields, http_failure
-from turnmemory.llm._sdk import Completion, Endpoint, Sdk, Settings, StreamInterrupted, sdk_options
+from turnmemory.llm._sdk import Completion, Endpoint, Query, Sdk, Settings, StreamInterrupted, sdk_options
 from turnmemory.llm._stream import Arguments, StreamError, sse_events
 from turnmemory.llm._tools import ToolSpec
 from turnmemory.llm.events import Event, Reason, Usage
@@ -78,17 +78,10 @@ class AnthropicSdk(Sdk):
         self._previous: tuple[list[Item], list[int]] = ([], [])
         """The messages of the last request (without markers) and its breakpoints' block positions."""
 
-    def stream(
-        self,
-        request: Mapping[str, Any],
-        tools: Sequence[ToolSpec],
-        turn_start: int,
-        *,
-        max_argument_bytes: int,
-    ) -> Generator[Event | Completion, None, None]:
-        message = _Message(max_argument_bytes)
+    def stream(self, query: Query) -> Generator[Event | Completion, None, None]:
+        message = _Message(query.max_argument_bytes)
         with self._client.messages.with_streaming_response.create(
-            **self._kwargs(request, tools, turn_start), stream=True
+            **self._kwargs(query), stream=True
         ) as response:
             for name, event in sse_events(response.iter_bytes()):
                 if name == "error":
@@ -135,18 +128,16 @@ class AnthropicSdk(Sdk):
         self._pending_blocks = sum(len(anthropic.blocks(message)) for message in pending)
         return [anthropic.unmarked(message) for message in pending]
 
-    def _kwargs(
-        self, request: Mapping[str, Any], tools: Sequence[ToolSpec], turn_start: int
-    ) -> dict[str, Any]:
-        settings = self.settings
+    def _kwargs(self, query: Query) -> dict[str, Any]:
+        settings, request = self.settings, query.body
         messages = list(request["messages"])
         kwargs: dict[str, Any] = {
             "model": settings.model,
             "max_tokens": self._max_tokens,
-            "messages": anthropic.mark_cache(messages, self._breakpoints(messages, turn_start)),
+            "messages": anthropic.mark_cache(messages, self._breakpoints(messages, query.turn_start)),
         }
         system = request.get("system")
-        definitions = [_definition(spec) for spec in tools]
+        definitions = [_definition(spec) for spec in query.tools]
         if system:
             blocks: list[Item] = [_text(system)] if isinstance(system, str) else copy.deepcopy(system)
             for block in blocks:

@@ -10,11 +10,11 @@ from the AWS chain (environment, profile, role), or from a ready ``boto3`` clien
 from __future__ import annotations
 
 import base64
-from collections.abc import Generator, Mapping, Sequence
+from collections.abc import Generator, Mapping
 from typing import Any
 
 from turnmemory.llm._retry import MalformedError, RequestFailure, connection_failure, http_failure
-from turnmemory.llm._sdk import Completion, Endpoint, Sdk, Settings, StreamInterrupted
+from turnmemory.llm._sdk import Completion, Endpoint, Query, Sdk, Settings, StreamInterrupted
 from turnmemory.llm._stream import Arguments
 from turnmemory.llm._tools import ToolSpec
 from turnmemory.llm.events import Event, Reason, Usage
@@ -67,19 +67,12 @@ class BedrockSdk(Sdk):
             )
         self.settings = settings
 
-    def stream(
-        self,
-        request: Mapping[str, Any],
-        tools: Sequence[ToolSpec],
-        turn_start: int,
-        *,
-        max_argument_bytes: int,
-    ) -> Generator[Event | Completion, None, None]:
+    def stream(self, query: Query) -> Generator[Event | Completion, None, None]:
         blocks: dict[int, Item] = {}
         inputs: dict[int, Arguments] = {}
         stop: str | None = None
         usage = Usage()
-        response = self._client.converse_stream(**self._kwargs(request, tools))
+        response = self._client.converse_stream(**self._kwargs(query))
         stream = response["stream"]
         try:
             for event in stream:
@@ -93,7 +86,7 @@ class BedrockSdk(Sdk):
                 elif "contentBlockDelta" in event:
                     delta = event["contentBlockDelta"]
                     yield from _delta(
-                        blocks, inputs, delta["contentBlockIndex"], delta["delta"], max_argument_bytes
+                        blocks, inputs, delta["contentBlockIndex"], delta["delta"], query.max_argument_bytes
                     )
                 elif "messageStop" in event:
                     stop = event["messageStop"].get("stopReason") or "end_turn"
@@ -131,14 +124,14 @@ class BedrockSdk(Sdk):
             )
         return None
 
-    def _kwargs(self, request: Mapping[str, Any], tools: Sequence[ToolSpec]) -> dict[str, Any]:
-        settings = self.settings
+    def _kwargs(self, query: Query) -> dict[str, Any]:
+        settings, request = self.settings, query.body
         messages = [_with_image_bytes(message) for message in request["messages"]]
         kwargs: dict[str, Any] = {"modelId": settings.model, "messages": messages}
         if request.get("system"):
             kwargs["system"] = request["system"]
-        if tools:
-            kwargs["toolConfig"] = {"tools": [_tool_spec(spec) for spec in tools]}
+        if query.tools:
+            kwargs["toolConfig"] = {"tools": [_tool_spec(spec) for spec in query.tools]}
         inference: dict[str, Any] = {}
         if settings.max_tokens is not None:
             inference["maxTokens"] = settings.max_tokens

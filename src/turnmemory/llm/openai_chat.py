@@ -8,7 +8,7 @@ back inside a tool loop get it. ``session_id`` becomes ``prompt_cache_key``.
 from __future__ import annotations
 
 import json
-from collections.abc import Generator, Mapping, Sequence
+from collections.abc import Generator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -21,9 +21,8 @@ from turnmemory.llm._openai import (
     with_breakpoint,
 )
 from turnmemory.llm._retry import MalformedError, RequestFailure
-from turnmemory.llm._sdk import Completion, Endpoint, Sdk, Settings, StreamInterrupted
+from turnmemory.llm._sdk import Completion, Endpoint, Query, Sdk, Settings, StreamInterrupted
 from turnmemory.llm._stream import Arguments
-from turnmemory.llm._tools import ToolSpec
 from turnmemory.llm.events import Event, Reason, Usage
 from turnmemory.providers import openai_chat
 from turnmemory.providers._render import Item, takes_breakpoint
@@ -57,20 +56,13 @@ class OpenAIChatSdk(Sdk):
             "model": settings.model,
         }
 
-    def stream(
-        self,
-        request: Mapping[str, Any],
-        tools: Sequence[ToolSpec],
-        turn_start: int,
-        *,
-        max_argument_bytes: int,
-    ) -> Generator[Event | Completion, None, None]:
+    def stream(self, query: Query) -> Generator[Event | Completion, None, None]:
         text: list[str] = []
         reasoning: dict[str, list[str]] = {}
         calls: dict[int, _Call] = {}
         finish: str | None = None
         usage = Usage()
-        for chunk in openai_chunks(self._client.chat.completions, self._kwargs(request, tools, turn_start)):
+        for chunk in openai_chunks(self._client.chat.completions, self._kwargs(query)):
             if chunk.get("usage") is not None:
                 usage = _usage(chunk["usage"])
             for choice in (chunk.get("choices") or ())[:1]:
@@ -87,7 +79,7 @@ class OpenAIChatSdk(Sdk):
                 for fragment in delta.get("tool_calls") or ():
                     call = calls.get(fragment["index"])
                     if call is None:
-                        call = calls[fragment["index"]] = _Call(Arguments(max_argument_bytes))
+                        call = calls[fragment["index"]] = _Call(Arguments(query.max_argument_bytes))
                     call.id = fragment.get("id") or call.id
                     function = fragment.get("function")
                     if function is not None:
@@ -122,21 +114,19 @@ class OpenAIChatSdk(Sdk):
         self._pending_items = len(pending)
         return pending
 
-    def _kwargs(
-        self, request: Mapping[str, Any], tools: Sequence[ToolSpec], turn_start: int
-    ) -> dict[str, Any]:
-        settings = self.settings
+    def _kwargs(self, query: Query) -> dict[str, Any]:
+        settings, request = self.settings, query.body
         items = request["messages"]
         if takes_breakpoint(settings.model):  # the compacted prefix ends before pending state and the prompt
-            items = with_breakpoint(items, turn_start - 1 - self._pending_items, openai_chat.mark_cache)
+            items = with_breakpoint(items, query.turn_start - 1 - self._pending_items, openai_chat.mark_cache)
         kwargs: dict[str, Any] = {
             "model": settings.model,
             "messages": items,
             "stream": True,
             "stream_options": {"include_usage": True},
         }
-        if tools:
-            kwargs["tools"] = [function_tool(spec, nested=True) for spec in tools]
+        if query.tools:
+            kwargs["tools"] = [function_tool(spec, nested=True) for spec in query.tools]
         if settings.max_tokens is not None:
             kwargs["max_completion_tokens" if self._official else "max_tokens"] = settings.max_tokens
         if settings.temperature is not None:

@@ -9,7 +9,7 @@ always travels with the items that followed it. ``session_id`` becomes ``prompt_
 
 from __future__ import annotations
 
-from collections.abc import Generator, Mapping, Sequence
+from collections.abc import Generator, Mapping
 from typing import Any
 
 from turnmemory.llm._openai import (
@@ -21,8 +21,7 @@ from turnmemory.llm._openai import (
     with_breakpoint,
 )
 from turnmemory.llm._retry import RequestFailure, http_failure
-from turnmemory.llm._sdk import Completion, Endpoint, Sdk, Settings, StreamInterrupted
-from turnmemory.llm._tools import ToolSpec
+from turnmemory.llm._sdk import Completion, Endpoint, Query, Sdk, Settings, StreamInterrupted
 from turnmemory.llm.events import Event, Reason, Usage
 from turnmemory.providers import openai_responses
 from turnmemory.providers._read import prose_text
@@ -54,18 +53,11 @@ class OpenAIResponsesSdk(Sdk):
         self.settings = settings
         self._pending_items = 0
 
-    def stream(
-        self,
-        request: Mapping[str, Any],
-        tools: Sequence[ToolSpec],
-        turn_start: int,
-        *,
-        max_argument_bytes: int,
-    ) -> Generator[Event | Completion, None, None]:
+    def stream(self, query: Query) -> Generator[Event | Completion, None, None]:
         items: dict[int, Item] = {}
         streamed: set[int] = set()
         response: Any = None
-        for event in openai_chunks(self._client.responses, self._kwargs(request, tools, turn_start)):
+        for event in openai_chunks(self._client.responses, self._kwargs(query)):
             kind = event.get("type")
             if kind == "response.output_text.delta" and event.get("delta"):
                 streamed.add(event["output_index"])
@@ -94,7 +86,7 @@ class OpenAIResponsesSdk(Sdk):
         for index, item in sorted(items.items()):
             if item.get("type") == "message" and index not in streamed and prose_text(item.get("content")):
                 yield Event("text", text=prose_text(item.get("content")))
-        output = tuple(_kept(items[index], max_argument_bytes) for index in sorted(items))
+        output = tuple(_kept(items[index], query.max_argument_bytes) for index in sorted(items))
         calls = tuple(
             Call(
                 id=item["call_id"],
@@ -129,13 +121,13 @@ class OpenAIResponsesSdk(Sdk):
         self._pending_items = len(pending)
         return pending
 
-    def _kwargs(
-        self, request: Mapping[str, Any], tools: Sequence[ToolSpec], turn_start: int
-    ) -> dict[str, Any]:
-        settings = self.settings
+    def _kwargs(self, query: Query) -> dict[str, Any]:
+        settings, request = self.settings, query.body
         items = request["input"]
         if takes_breakpoint(settings.model):  # the compacted prefix ends before pending state and the prompt
-            items = with_breakpoint(items, turn_start - 1 - self._pending_items, openai_responses.mark_cache)
+            items = with_breakpoint(
+                items, query.turn_start - 1 - self._pending_items, openai_responses.mark_cache
+            )
         kwargs: dict[str, Any] = {
             "model": settings.model,
             "input": items,
@@ -145,8 +137,8 @@ class OpenAIResponsesSdk(Sdk):
         }
         if request.get("instructions"):
             kwargs["instructions"] = request["instructions"]
-        if tools:
-            kwargs["tools"] = [function_tool(spec, nested=False) for spec in tools]
+        if query.tools:
+            kwargs["tools"] = [function_tool(spec, nested=False) for spec in query.tools]
         if settings.max_tokens is not None:
             kwargs["max_output_tokens"] = settings.max_tokens
         if settings.temperature is not None:
