@@ -28,6 +28,7 @@ __all__ = [
     "Sdk",
     "Settings",
     "StreamInterrupted",
+    "given",
     "sdk_options",
 ]
 
@@ -86,6 +87,11 @@ def sdk_options(endpoint: Endpoint) -> dict[str, Any]:
         "max_retries": 0,
         "timeout": httpx2.Timeout(endpoint.timeout, connect=endpoint.connect_timeout),
     }
+
+
+def given(**fields: Any) -> dict[str, Any]:
+    """The ``fields`` that are set (not ``None``): a request's optional fields, from the settings."""
+    return {key: value for key, value in fields.items() if value is not None}
 
 
 @dataclass(frozen=True, slots=True)

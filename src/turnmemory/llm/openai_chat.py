@@ -12,20 +12,13 @@ from collections.abc import Generator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from turnmemory.llm._openai import (
-    function_tool,
-    openai_chunks,
-    openai_client,
-    openai_count,
-    openai_failure,
-    with_breakpoint,
-)
-from turnmemory.llm._retry import MalformedError, RequestFailure
-from turnmemory.llm._sdk import Completion, Endpoint, Query, Sdk, Settings, StreamInterrupted
+from turnmemory.llm._openai import OpenAISdk, openai_usage
+from turnmemory.llm._retry import MalformedError
+from turnmemory.llm._sdk import Completion, Endpoint, Query, Settings, StreamInterrupted, given
 from turnmemory.llm._stream import Arguments
 from turnmemory.llm.events import Event, Reason, Usage
 from turnmemory.providers import openai_chat
-from turnmemory.providers._render import Item, takes_breakpoint
+from turnmemory.providers._render import Item
 from turnmemory.providers._tools import Call, parse_arguments
 
 __all__ = ["OpenAIChatSdk"]
@@ -35,16 +28,14 @@ REASONING_KEYS = openai_chat.REASONING_KEYS
 _STOPS: Mapping[str | None, Reason] = {"length": "max_tokens"}
 
 
-class OpenAIChatSdk(Sdk):
+class OpenAIChatSdk(OpenAISdk):
     """Chat Completions through the official SDK (streamed ``chat.completions.create``)."""
 
     wire = openai_chat
 
     def __init__(self, settings: Settings, endpoint: Endpoint) -> None:
-        self._client = openai_client(endpoint)
+        super().__init__(settings, endpoint)
         self._official = endpoint.base_url is None and endpoint.client is None
-        self.settings = settings
-        self._pending_items = 0
 
     def options(self) -> dict[str, Any]:
         """The served model chooses the history's form (``openai_chat.family``); the settings may force it."""
@@ -62,9 +53,9 @@ class OpenAIChatSdk(Sdk):
         calls: dict[int, _Call] = {}
         finish: str | None = None
         usage = Usage()
-        for chunk in openai_chunks(self._client.chat.completions, self._kwargs(query)):
+        for chunk in self.events(self._client.chat.completions, self._fields(query)):
             if chunk.get("usage") is not None:
-                usage = _usage(chunk["usage"])
+                usage = openai_usage(chunk["usage"], "prompt_tokens", "completion_tokens")
             for choice in (chunk.get("choices") or ())[:1]:
                 delta = choice.get("delta") or {}
                 for key in REASONING_KEYS:
@@ -106,36 +97,16 @@ class OpenAIChatSdk(Sdk):
             stop=_STOPS.get(finish, "stop"),
         )
 
-    def failure(self, error: Exception) -> RequestFailure | None:
-        return openai_failure(error)
-
-    def injected(self, pending: list[Item]) -> list[Item]:
-        """The pending items as they are (their count places the compacted prefix's breakpoint)."""
-        self._pending_items = len(pending)
-        return pending
-
-    def _kwargs(self, query: Query) -> dict[str, Any]:
-        settings, request = self.settings, query.body
-        items = request["messages"]
-        if takes_breakpoint(settings.model):  # the compacted prefix ends before pending state and the prompt
-            items = with_breakpoint(items, query.turn_start - 1 - self._pending_items, openai_chat.mark_cache)
-        kwargs: dict[str, Any] = {
-            "model": settings.model,
-            "messages": items,
-            "stream": True,
+    def _fields(self, query: Query) -> dict[str, Any]:
+        settings = self.settings
+        return {
+            **self.shared_fields(query, openai_chat.mark_cache, nested=True),
             "stream_options": {"include_usage": True},
+            **given(
+                **{"max_completion_tokens" if self._official else "max_tokens": settings.max_tokens},
+                reasoning_effort=settings.reasoning_effort,
+            ),
         }
-        if query.tools:
-            kwargs["tools"] = [function_tool(spec, nested=True) for spec in query.tools]
-        if settings.max_tokens is not None:
-            kwargs["max_completion_tokens" if self._official else "max_tokens"] = settings.max_tokens
-        if settings.temperature is not None:
-            kwargs["temperature"] = settings.temperature
-        if settings.reasoning_effort is not None:
-            kwargs["reasoning_effort"] = settings.reasoning_effort
-        if settings.session_id is not None:
-            kwargs["prompt_cache_key"] = settings.session_id
-        return kwargs
 
 
 @dataclass(slots=True)
@@ -168,13 +139,3 @@ def _is_json(text: str) -> bool:
     except ValueError:
         return False
     return True
-
-
-def _usage(usage: Mapping[str, Any]) -> Usage:
-    details = usage.get("prompt_tokens_details")
-    return Usage(
-        input_tokens=usage.get("prompt_tokens") or 0,
-        output_tokens=usage.get("completion_tokens") or 0,
-        cached_tokens=openai_count(details, "cached_tokens"),
-        cache_write_tokens=openai_count(details, "cache_write_tokens"),
-    )
