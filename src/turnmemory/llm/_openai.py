@@ -15,7 +15,6 @@ from turnmemory.llm._retry import (
 )
 from turnmemory.llm._sdk import Endpoint, Query, Sdk, Settings, given, sdk_options
 from turnmemory.llm._stream import sse_events
-from turnmemory.llm._tools import ToolSpec
 from turnmemory.llm.events import Usage
 from turnmemory.providers._render import Item, takes_breakpoint
 
@@ -69,7 +68,11 @@ class OpenAISdk(Sdk):
             items = _with_breakpoint(items, query.turn_start - 1 - self._pending_items, mark)
         fields: dict[str, Any] = {"model": settings.model, self.wire.ITEMS: items, "stream": True}
         if query.tools:
-            fields["tools"] = [_function_tool(spec, nested=nested) for spec in query.tools]
+            definitions = [spec.definition("parameters") for spec in query.tools]
+            fields["tools"] = [
+                {"type": "function", "function": definition} if nested else {"type": "function", **definition}
+                for definition in definitions
+            ]
         return fields | given(temperature=settings.temperature, prompt_cache_key=settings.session_id)
 
     def events(self, resource: Any, fields: Mapping[str, Any]) -> Iterator[dict[str, Any]]:
@@ -128,11 +131,3 @@ def _with_breakpoint(items: Sequence[Item], end: int, mark: Callable[[Item], Ite
             out[index] = marked
             break
     return out
-
-
-def _function_tool(spec: ToolSpec, *, nested: bool) -> Item:
-    """An OpenAI function tool: Chat nests it under ``function``; Responses does not."""
-    function: Item = {"name": spec.name, "parameters": spec.schema()}
-    if spec.description:
-        function["description"] = spec.description
-    return {"type": "function", "function": function} if nested else {"type": "function", **function}

@@ -19,7 +19,6 @@ from typing import Any, Literal
 from turnmemory.llm._retry import RequestFailure, connection_failure, error_fields, http_failure
 from turnmemory.llm._sdk import Completion, Endpoint, Query, Sdk, Settings, StreamInterrupted, sdk_options
 from turnmemory.llm._stream import Arguments, StreamError, sse_events
-from turnmemory.llm._tools import ToolSpec
 from turnmemory.llm.events import Event, Reason, Usage
 from turnmemory.providers import anthropic
 from turnmemory.providers._render import Item
@@ -137,7 +136,7 @@ class AnthropicSdk(Sdk):
             "messages": anthropic.mark_cache(messages, self._breakpoints(messages, query.turn_start)),
         }
         system = request.get("system")
-        definitions = [_definition(spec) for spec in query.tools]
+        definitions = [spec.definition("input_schema") for spec in query.tools]
         if system:
             blocks: list[Item] = [_text(system)] if isinstance(system, str) else copy.deepcopy(system)
             for block in blocks:
@@ -183,13 +182,6 @@ def _last_prompt(messages: list[Item], positions: Sequence[tuple[int, int]]) -> 
         if messages[i].get("role") == "user" and isinstance(block, Mapping) and block.get("type") == "text":
             return point
     return None
-
-
-def _definition(spec: ToolSpec) -> Item:
-    definition: Item = {"name": spec.name, "input_schema": spec.schema()}
-    if spec.description:
-        definition["description"] = spec.description
-    return definition
 
 
 class _Message:

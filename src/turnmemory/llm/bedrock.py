@@ -14,9 +14,8 @@ from collections.abc import Generator, Mapping
 from typing import Any
 
 from turnmemory.llm._retry import MalformedError, RequestFailure, connection_failure, http_failure
-from turnmemory.llm._sdk import Completion, Endpoint, Query, Sdk, Settings, StreamInterrupted
+from turnmemory.llm._sdk import Completion, Endpoint, Query, Sdk, Settings, StreamInterrupted, given
 from turnmemory.llm._stream import Arguments
-from turnmemory.llm._tools import ToolSpec
 from turnmemory.llm.events import Event, Reason, Usage
 from turnmemory.providers import bedrock
 from turnmemory.providers._render import Item
@@ -131,12 +130,13 @@ class BedrockSdk(Sdk):
         if request.get("system"):
             kwargs["system"] = request["system"]
         if query.tools:
-            kwargs["toolConfig"] = {"tools": [_tool_spec(spec) for spec in query.tools]}
-        inference: dict[str, Any] = {}
-        if settings.max_tokens is not None:
-            inference["maxTokens"] = settings.max_tokens
-        if settings.temperature is not None:
-            inference["temperature"] = settings.temperature
+            kwargs["toolConfig"] = {
+                "tools": [
+                    {"toolSpec": spec.definition("inputSchema", {"json": spec.schema()})}
+                    for spec in query.tools
+                ]
+            }
+        inference = given(maxTokens=settings.max_tokens, temperature=settings.temperature)
         if inference:
             kwargs["inferenceConfig"] = inference
         if settings.thinking is not None:
@@ -226,13 +226,6 @@ def _finish(blocks: dict[int, Item], inputs: dict[int, Arguments]) -> tuple[list
                 text["text"] = "".join(text["text"])
             content.append(block)
     return content, tuple(calls)
-
-
-def _tool_spec(spec: ToolSpec) -> Item:
-    definition: Item = {"name": spec.name, "inputSchema": {"json": spec.schema()}}
-    if spec.description:
-        definition["description"] = spec.description
-    return {"toolSpec": definition}
 
 
 def _usage(usage: Mapping[str, Any]) -> Usage:

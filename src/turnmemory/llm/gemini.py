@@ -12,8 +12,7 @@ from typing import Any
 
 from turnmemory._text import compact_json
 from turnmemory.llm._retry import MalformedError, RequestFailure, connection_failure, http_failure
-from turnmemory.llm._sdk import Completion, Endpoint, Query, Sdk, Settings, StreamInterrupted
-from turnmemory.llm._tools import ToolSpec
+from turnmemory.llm._sdk import Completion, Endpoint, Query, Sdk, Settings, StreamInterrupted, given
 from turnmemory.llm.events import Event, Reason, Usage
 from turnmemory.providers import gemini
 from turnmemory.providers._render import Item
@@ -114,11 +113,9 @@ class GeminiSdk(Sdk):
         if request.get("system_instruction"):
             config["system_instruction"] = request["system_instruction"]
         if query.tools:
-            config["tools"] = [{"function_declarations": [_declaration(spec) for spec in query.tools]}]
-        if settings.max_tokens is not None:
-            config["max_output_tokens"] = settings.max_tokens
-        if settings.temperature is not None:
-            config["temperature"] = settings.temperature
+            declarations = [spec.definition("parameters_json_schema") for spec in query.tools]
+            config["tools"] = [{"function_declarations": declarations}]
+        config |= given(max_output_tokens=settings.max_tokens, temperature=settings.temperature)
         if settings.thinking is not None:
             config["thinking_config"] = {"thinking_budget": settings.thinking, "include_thoughts": True}
         return self._types.GenerateContentConfig.model_validate(config)
@@ -164,13 +161,6 @@ def _merged(streamed: list[Item]) -> list[Item]:
         if len(pieces) > 1:
             part["text"] = "".join(pieces)
     return parts
-
-
-def _declaration(spec: ToolSpec) -> Item:
-    declaration: Item = {"name": spec.name, "parameters_json_schema": spec.schema()}
-    if spec.description:
-        declaration["description"] = spec.description
-    return declaration
 
 
 def _usage(metadata: Any) -> Usage:
