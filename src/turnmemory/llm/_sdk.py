@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Generator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, ClassVar, Protocol
 
 from turnmemory.llm._retry import RequestFailure
 from turnmemory.llm._tools import ToolSpec
@@ -128,6 +128,13 @@ class Sdk(Protocol):
     """The provider's module in :mod:`turnmemory.providers`."""
 
     settings: Settings
+
+    max_tokens_stops: ClassVar[frozenset[str]] = frozenset()
+    """The provider's stop reasons that say the output reached its token limit."""
+
+    def reason(self, stop: str | None) -> Reason:
+        """How the turn reads the provider's stop reason ``stop``."""
+        return "max_tokens" if stop in self.max_tokens_stops else "stop"
 
     def options(self) -> dict[str, Any]:
         """The formatter keywords for these settings (Chat Completions adds the model's family form)."""

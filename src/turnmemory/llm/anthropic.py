@@ -19,7 +19,7 @@ from typing import Any, Literal
 from turnmemory.llm._retry import RequestFailure, connection_failure, error_fields, http_failure
 from turnmemory.llm._sdk import Completion, Endpoint, Query, Sdk, Settings, StreamInterrupted, sdk_options
 from turnmemory.llm._stream import Arguments, StreamError, sse_events
-from turnmemory.llm.events import Event, Reason, Usage
+from turnmemory.llm.events import Event, Usage
 from turnmemory.providers import anthropic
 from turnmemory.providers._render import Item
 from turnmemory.providers._tools import Call
@@ -40,16 +40,11 @@ def _text(text: str) -> Item:
     return {"type": "text", "text": text}
 
 
-_STOPS: Mapping[str | None, Reason] = {
-    "max_tokens": "max_tokens",
-    "model_context_window_exceeded": "max_tokens",
-}
-
-
 class AnthropicSdk(Sdk):
     """The Messages API through the official SDK (a streamed ``messages.create``, its raw events)."""
 
     wire = anthropic
+    max_tokens_stops = frozenset({"max_tokens", "model_context_window_exceeded"})
 
     def __init__(self, settings: Settings, endpoint: Endpoint) -> None:
         import anthropic as sdk
@@ -103,7 +98,7 @@ class AnthropicSdk(Sdk):
                 cached_tokens=cache_read,
                 cache_write_tokens=cache_write,
             ),
-            stop=_STOPS.get(message.stop_reason, "stop"),
+            stop=self.reason(message.stop_reason),
         )
 
     def failure(self, error: Exception) -> RequestFailure | None:

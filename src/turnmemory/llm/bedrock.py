@@ -16,23 +16,19 @@ from typing import Any
 from turnmemory.llm._retry import MalformedError, RequestFailure, connection_failure, http_failure
 from turnmemory.llm._sdk import Completion, Endpoint, Query, Sdk, Settings, StreamInterrupted, given
 from turnmemory.llm._stream import Arguments
-from turnmemory.llm.events import Event, Reason, Usage
+from turnmemory.llm.events import Event, Usage
 from turnmemory.providers import bedrock
 from turnmemory.providers._render import Item
 from turnmemory.providers._tools import Call, parse_arguments
 
 __all__ = ["BedrockSdk"]
 
-_STOPS: Mapping[str | None, Reason] = {
-    "max_tokens": "max_tokens",
-    "model_context_window_exceeded": "max_tokens",
-}
-
 
 class BedrockSdk(Sdk):
     """Converse through ``boto3`` (``converse_stream``)."""
 
     wire = bedrock
+    max_tokens_stops = frozenset({"max_tokens", "model_context_window_exceeded"})
 
     def __init__(self, settings: Settings, endpoint: Endpoint) -> None:
         import boto3
@@ -102,7 +98,7 @@ class BedrockSdk(Sdk):
             calls=calls,
             text=text,
             usage=usage,
-            stop=_STOPS.get(stop, "stop"),
+            stop=self.reason(stop),
         )
 
     def failure(self, error: Exception) -> RequestFailure | None:

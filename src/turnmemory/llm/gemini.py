@@ -7,20 +7,19 @@ that arrive without an id are paired with their responses by position, as Gemini
 
 from __future__ import annotations
 
-from collections.abc import Generator, Mapping
+from collections.abc import Generator
 from typing import Any
 
 from turnmemory._text import compact_json
 from turnmemory.llm._retry import MalformedError, RequestFailure, connection_failure, http_failure
 from turnmemory.llm._sdk import Completion, Endpoint, Query, Sdk, Settings, StreamInterrupted, given
-from turnmemory.llm.events import Event, Reason, Usage
+from turnmemory.llm.events import Event, Usage
 from turnmemory.providers import gemini
 from turnmemory.providers._render import Item
 from turnmemory.providers._tools import Call
 
 __all__ = ["GeminiSdk"]
 
-_STOPS: Mapping[str | None, Reason] = {"MAX_TOKENS": "max_tokens"}
 _PLAIN = frozenset({"text"})
 _THOUGHT = frozenset({"text", "thought"})
 
@@ -29,6 +28,7 @@ class GeminiSdk(Sdk):
     """Gemini ``generateContent`` through the official ``google-genai`` SDK (streamed)."""
 
     wire = gemini
+    max_tokens_stops = frozenset({"MAX_TOKENS"})
 
     def __init__(self, settings: Settings, endpoint: Endpoint) -> None:
         import httpx2
@@ -78,7 +78,7 @@ class GeminiSdk(Sdk):
             calls=calls,
             text=text,
             usage=_usage(metadata),
-            stop=_STOPS.get(finish, "stop"),
+            stop=self.reason(finish),
         )
 
     def failure(self, error: Exception) -> RequestFailure | None:

@@ -8,7 +8,7 @@ back inside a tool loop get it. ``session_id`` becomes ``prompt_cache_key``.
 from __future__ import annotations
 
 import json
-from collections.abc import Generator, Mapping
+from collections.abc import Generator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -16,7 +16,7 @@ from turnmemory.llm._openai import OpenAISdk, openai_usage
 from turnmemory.llm._retry import MalformedError
 from turnmemory.llm._sdk import Completion, Endpoint, Query, Settings, StreamInterrupted, given
 from turnmemory.llm._stream import Arguments
-from turnmemory.llm.events import Event, Reason, Usage
+from turnmemory.llm.events import Event, Usage
 from turnmemory.providers import openai_chat
 from turnmemory.providers._render import Item
 from turnmemory.providers._tools import Call, parse_arguments
@@ -25,13 +25,12 @@ __all__ = ["OpenAIChatSdk"]
 
 REASONING_KEYS = openai_chat.REASONING_KEYS
 
-_STOPS: Mapping[str | None, Reason] = {"length": "max_tokens"}
-
 
 class OpenAIChatSdk(OpenAISdk):
     """Chat Completions through the official SDK (streamed ``chat.completions.create``)."""
 
     wire = openai_chat
+    max_tokens_stops = frozenset({"length"})
 
     def __init__(self, settings: Settings, endpoint: Endpoint) -> None:
         super().__init__(settings, endpoint)
@@ -94,7 +93,7 @@ class OpenAIChatSdk(OpenAISdk):
             calls=tuple(call for _, call in parsed),
             text=content,
             usage=usage,
-            stop=_STOPS.get(finish, "stop"),
+            stop=self.reason(finish),
         )
 
     def _fields(self, query: Query) -> dict[str, Any]:

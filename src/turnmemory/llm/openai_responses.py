@@ -9,13 +9,13 @@ always travels with the items that followed it. ``session_id`` becomes ``prompt_
 
 from __future__ import annotations
 
-from collections.abc import Generator, Mapping
+from collections.abc import Generator
 from typing import Any
 
 from turnmemory.llm._openai import OpenAISdk, openai_usage
 from turnmemory.llm._retry import RequestFailure, http_failure
 from turnmemory.llm._sdk import Completion, Query, StreamInterrupted, given
-from turnmemory.llm.events import Event, Reason
+from turnmemory.llm.events import Event
 from turnmemory.providers import openai_responses
 from turnmemory.providers._read import prose_text
 from turnmemory.providers._render import Item
@@ -24,7 +24,6 @@ from turnmemory.providers._tools import Call, parse_arguments
 __all__ = ["OpenAIResponsesSdk", "ResponseFailed"]
 
 _REASONING_DELTAS = ("response.reasoning_summary_text.delta", "response.reasoning_text.delta")
-_STOPS: Mapping[str | None, Reason] = {"max_output_tokens": "max_tokens"}
 
 
 class ResponseFailed(Exception):
@@ -40,6 +39,7 @@ class OpenAIResponsesSdk(OpenAISdk):
     """Responses through the official SDK (streamed ``responses.create``, stateless)."""
 
     wire = openai_responses
+    max_tokens_stops = frozenset({"max_output_tokens"})
 
     def stream(self, query: Query) -> Generator[Event | Completion, None, None]:
         items: dict[int, Item] = {}
@@ -96,7 +96,7 @@ class OpenAIResponsesSdk(OpenAISdk):
             calls=calls,
             text=text,
             usage=openai_usage(response.get("usage"), "input_tokens", "output_tokens"),
-            stop=_STOPS.get(details.get("reason") if details else None, "stop"),
+            stop=self.reason(details.get("reason") if details else None),
         )
 
     def failure(self, error: Exception) -> RequestFailure | None:
