@@ -13,7 +13,7 @@ from turnmemory.llm._retry import (
     error_fields,
     http_failure,
 )
-from turnmemory.llm._sdk import Endpoint, Query, Sdk, Settings, given, sdk_options
+from turnmemory.llm._sdk import Endpoint, Query, Sdk, Settings, given, sdk_client
 from turnmemory.llm._stream import sse_events
 from turnmemory.llm.events import Usage
 from turnmemory.providers._render import Item, takes_breakpoint
@@ -27,10 +27,7 @@ class OpenAISdk(Sdk):
     def __init__(self, settings: Settings, endpoint: Endpoint) -> None:
         import openai
 
-        if endpoint.client is not None:
-            self._client = endpoint.client.with_options(max_retries=0)
-        else:
-            self._client = openai.OpenAI(**sdk_options(endpoint))
+        self._client = sdk_client(openai.OpenAI, endpoint)
         self.settings = settings
         self._pending_items = 0
 

@@ -7,7 +7,7 @@ SDK client, streams a request into events and one :class:`Completion`, and class
 
 from __future__ import annotations
 
-from collections.abc import Generator, Mapping, Sequence
+from collections.abc import Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, Protocol
 
@@ -29,7 +29,7 @@ __all__ = [
     "Settings",
     "StreamInterrupted",
     "given",
-    "sdk_options",
+    "sdk_client",
 ]
 
 DEFAULT_TIMEOUT = 300.0
@@ -77,16 +77,19 @@ class Endpoint:
     region: str | None = None
 
 
-def sdk_options(endpoint: Endpoint) -> dict[str, Any]:
-    """Constructor options shared by the Anthropic and OpenAI SDK clients: retries off, timeouts set."""
+def sdk_client(make: Callable[..., Any], endpoint: Endpoint) -> Any:
+    """An Anthropic or OpenAI SDK client for ``endpoint``, the SDK's retries off: its ready ``client``,
+    or a new one (``make``, the SDK's client class) with its key, base URL and timeouts."""
+    if endpoint.client is not None:
+        return endpoint.client.with_options(max_retries=0)
     import httpx2
 
-    return {
-        "api_key": endpoint.api_key,
-        "base_url": endpoint.base_url,
-        "max_retries": 0,
-        "timeout": httpx2.Timeout(endpoint.timeout, connect=endpoint.connect_timeout),
-    }
+    return make(
+        api_key=endpoint.api_key,
+        base_url=endpoint.base_url,
+        max_retries=0,
+        timeout=httpx2.Timeout(endpoint.timeout, connect=endpoint.connect_timeout),
+    )
 
 
 def given(**fields: Any) -> dict[str, Any]:

@@ -17,7 +17,7 @@ from collections.abc import Generator, Mapping, Sequence
 from typing import Any, Literal
 
 from turnmemory.llm._retry import RequestFailure, connection_failure, error_fields, http_failure
-from turnmemory.llm._sdk import Completion, Endpoint, Query, Sdk, Settings, StreamInterrupted, sdk_options
+from turnmemory.llm._sdk import Completion, Endpoint, Query, Sdk, Settings, StreamInterrupted, sdk_client
 from turnmemory.llm._stream import Arguments, StreamError, sse_events
 from turnmemory.llm.events import Event, Usage
 from turnmemory.providers import anthropic
@@ -55,10 +55,7 @@ class AnthropicSdk(Sdk):
             sdk.APIConnectionError,
             httpx2.TransportError,
         )
-        if endpoint.client is not None:
-            self._client = endpoint.client.with_options(max_retries=0)
-        else:
-            self._client = sdk.Anthropic(**sdk_options(endpoint))
+        self._client = sdk_client(sdk.Anthropic, endpoint)
         self.settings = settings
         if settings.temperature is not None:
             raise ValueError("temperature: the Anthropic Messages API takes no temperature")
