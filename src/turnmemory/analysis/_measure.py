@@ -14,17 +14,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Literal, NamedTuple
 
-from turnmemory.llm import o200k_cache_file, open_counter
+from turnmemory.llm import open_counter
 
-__all__ = [
-    "THRESHOLD_BYTES_PER_TOKEN",
-    "Block",
-    "Meter",
-    "Tokenizer",
-    "Unit",
-    "o200k_cache_file",
-    "open_meter",
-]
+__all__ = ["THRESHOLD_BYTES_PER_TOKEN", "Block", "Meter", "Tokenizer", "Unit", "open_meter"]
 
 Tokenizer = Literal["bytes", "o200k"]
 """What the caller asks for."""
