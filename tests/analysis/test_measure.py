@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from turnmemory.analysis import open_meter
-from turnmemory.analysis._measure import o200k_cache_file
+from turnmemory.llm import o200k_cache_file
 
 
 def test_bytes_meter_counts_utf8_and_interns_blocks() -> None:

@@ -21,7 +21,7 @@ import turnmemory as tm
 from turnmemory.llm import Event, RetryPolicy, ToolResult, ToolSpec, Usage, record
 from turnmemory.llm._client import Client
 from turnmemory.llm._retry import RequestFailure
-from turnmemory.llm._sdk import Completion, Settings
+from turnmemory.llm._sdk import Completion, Query, Settings
 from turnmemory.llm._turn import TurnLimits
 from turnmemory.providers._read import Piece
 from turnmemory.providers._tools import Call
@@ -118,15 +118,8 @@ class ScriptedWire:
     def injected(self, pending: list[dict[str, Any]]) -> list[dict[str, Any]]:
         return pending
 
-    def stream(
-        self,
-        request: Mapping[str, Any],
-        tools: Sequence[ToolSpec],
-        turn_start: int,
-        *,
-        max_argument_bytes: int,
-    ) -> Generator[Event | Completion, None, None]:
-        self.requests.append(copy.deepcopy(dict(request)))
+    def stream(self, query: Query) -> Generator[Event | Completion, None, None]:
+        self.requests.append(copy.deepcopy(dict(query.body)))
         step = self.steps.pop(0) if self.steps else Step(text="end")
         self.served += 1
         if step.text:

@@ -5,8 +5,8 @@ tiktoken does not bundle its encoding files; it downloads them on first use and 
 their URL. :func:`open_meter` looks for ``o200k_base`` in that cache, verifies its SHA-256 itself and
 only then asks tiktoken for the encoding, so nothing is ever fetched. When the cache lacks the file, it
 is seeded from the copy the ``bpe-openai`` package ships (the same file, gzipped; the SHA-256 is checked
-after decompression): :func:`turnmemory.llm.o200k_unavailable`, which the LLM clients' own estimate
-shares. With neither, sizes fall back to bytes with a one-line note.
+after decompression). The choice is :func:`turnmemory.llm.open_counter`'s, the LLM clients' own
+estimate's: with neither, sizes fall back to UTF-8 bytes with a one-line note.
 """
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Literal, NamedTuple
 
-from turnmemory.llm import o200k_cache_file, o200k_unavailable
+from turnmemory.llm import open_counter
 
-__all__ = ["BYTES_PER_TOKEN", "Block", "Meter", "Tokenizer", "Unit", "o200k_cache_file", "open_meter"]
+__all__ = ["THRESHOLD_BYTES_PER_TOKEN", "Block", "Meter", "Tokenizer", "Unit", "open_meter"]
 
 Tokenizer = Literal["bytes", "o200k"]
 """What the caller asks for."""
@@ -24,7 +24,7 @@ Tokenizer = Literal["bytes", "o200k"]
 Unit = Literal["o200k", "bytes"]
 """What sizes are measured in."""
 
-BYTES_PER_TOKEN = 4
+THRESHOLD_BYTES_PER_TOKEN = 4
 """Bytes per token assumed where a strategy's threshold is in tokens but sizes are in bytes."""
 
 
@@ -56,8 +56,8 @@ class Meter:
         return Meter(self.unit, self._count, self.note)
 
     def tokens(self, size: int) -> float:
-        """``size`` in tokens: itself for o200k, bytes divided by :data:`BYTES_PER_TOKEN` otherwise."""
-        return float(size) if self.unit == "o200k" else size / BYTES_PER_TOKEN
+        """``size`` in tokens: itself for o200k, bytes divided by :data:`THRESHOLD_BYTES_PER_TOKEN` otherwise."""
+        return float(size) if self.unit == "o200k" else size / THRESHOLD_BYTES_PER_TOKEN
 
 
 def _utf8_size(text: str) -> int:
@@ -69,14 +69,5 @@ def open_meter(tokenizer: Tokenizer = "o200k") -> Meter:
 
     The returned meter's ``note`` says why bytes were used when o200k was asked for.
     """
-    if tokenizer == "bytes":
-        return Meter("bytes", _utf8_size)
-    reason = o200k_unavailable()
-    if reason is not None:
-        return Meter(
-            "bytes", _utf8_size, note=f"o200k tokenizer unavailable ({reason}); sizes are UTF-8 bytes"
-        )
-    import tiktoken
-
-    encoding = tiktoken.get_encoding("o200k_base")
-    return Meter("o200k", lambda text: len(encoding.encode_ordinary(text)))
+    counter = open_counter(tokenizer, fallback=_utf8_size, fallback_note="sizes are UTF-8 bytes")
+    return Meter(counter.unit, counter.text, counter.note)

@@ -7,9 +7,9 @@ SDK client, streams a request into events and one :class:`Completion`, and class
 
 from __future__ import annotations
 
-from collections.abc import Generator, Mapping, Sequence
+from collections.abc import Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, ClassVar, Protocol
 
 from turnmemory.llm._retry import RequestFailure
 from turnmemory.llm._tools import ToolSpec
@@ -24,10 +24,12 @@ __all__ = [
     "DEFAULT_TIMEOUT",
     "Completion",
     "Endpoint",
+    "Query",
     "Sdk",
     "Settings",
     "StreamInterrupted",
-    "sdk_options",
+    "given",
+    "sdk_client",
 ]
 
 DEFAULT_TIMEOUT = 300.0
@@ -75,16 +77,40 @@ class Endpoint:
     region: str | None = None
 
 
-def sdk_options(endpoint: Endpoint) -> dict[str, Any]:
-    """Constructor options shared by the Anthropic and OpenAI SDK clients: retries off, timeouts set."""
+def sdk_client(make: Callable[..., Any], endpoint: Endpoint) -> Any:
+    """An Anthropic or OpenAI SDK client for ``endpoint``, the SDK's retries off: its ready ``client``,
+    or a new one (``make``, the SDK's client class) with its key, base URL and timeouts."""
+    if endpoint.client is not None:
+        return endpoint.client.with_options(max_retries=0)
     import httpx2
 
-    return {
-        "api_key": endpoint.api_key,
-        "base_url": endpoint.base_url,
-        "max_retries": 0,
-        "timeout": httpx2.Timeout(endpoint.timeout, connect=endpoint.connect_timeout),
-    }
+    return make(
+        api_key=endpoint.api_key,
+        base_url=endpoint.base_url,
+        max_retries=0,
+        timeout=httpx2.Timeout(endpoint.timeout, connect=endpoint.connect_timeout),
+    )
+
+
+def given(**fields: Any) -> dict[str, Any]:
+    """The ``fields`` that are set (not ``None``): a request's optional fields, from the settings."""
+    return {key: value for key, value in fields.items() if value is not None}
+
+
+@dataclass(frozen=True, slots=True)
+class Query:
+    """One request of a turn as its SDK half sends it (each attempt sends the same).
+
+    ``body`` is the formatter's request; ``turn_start`` the index in ``body[wire.ITEMS]`` where this
+    turn's own items begin. Arguments longer than ``max_argument_bytes`` are counted, not kept: their
+    call carries only their size (``Call.dropped_bytes``) and the response's items an empty object in
+    their place, so memory stays bounded and none of their text reaches a later request.
+    """
+
+    body: Mapping[str, Any]
+    tools: Sequence[ToolSpec]
+    turn_start: int
+    max_argument_bytes: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,6 +132,13 @@ class Sdk(Protocol):
 
     settings: Settings
 
+    max_tokens_stops: ClassVar[frozenset[str]] = frozenset()
+    """The provider's stop reasons that say the output reached its token limit."""
+
+    def reason(self, stop: str | None) -> Reason:
+        """How the turn reads the provider's stop reason ``stop``."""
+        return "max_tokens" if stop in self.max_tokens_stops else "stop"
+
     def options(self) -> dict[str, Any]:
         """The formatter keywords for these settings (Chat Completions adds the model's family form)."""
         return {"arguments": self.settings.arguments, "id_style": self.settings.id_style or "historical"}
@@ -114,20 +147,9 @@ class Sdk(Protocol):
         """The pending items of an earlier turn as this provider sends them again."""
         return pending
 
-    def stream(
-        self,
-        request: Mapping[str, Any],
-        tools: Sequence[ToolSpec],
-        turn_start: int,
-        *,
-        max_argument_bytes: int,
-    ) -> Generator[Event | Completion, None, None]:
-        """Send ``request``; yield text and reasoning events as they stream, then one ``Completion``.
+    def stream(self, query: Query) -> Generator[Event | Completion, None, None]:
+        """Send ``query``; yield text and reasoning events as they stream, then one ``Completion``.
 
-        ``turn_start`` is the index in ``request[wire.ITEMS]`` where this turn's own items begin.
-        Arguments longer than ``max_argument_bytes`` are counted, not kept: their call carries only
-        their size (``Call.dropped_bytes``) and the response's items an empty object in their place,
-        so memory stays bounded and none of their text reaches a later request.
         Raises the SDK's error (or :class:`StreamInterrupted`) when the request fails.
         """
 

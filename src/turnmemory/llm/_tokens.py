@@ -30,10 +30,10 @@ from typing import Any, Literal
 from turnmemory._text import compact_json
 
 __all__ = [
-    "BYTES_PER_TOKEN",
     "CONTEXT_WINDOWS",
     "DEFAULT_CONTEXT_WINDOW",
     "DEFAULT_RESERVE",
+    "ESTIMATE_BYTES_PER_TOKEN",
     "Accounting",
     "ContextLimits",
     "TokenCounter",
@@ -47,7 +47,7 @@ __all__ = [
 Tokenizer = Literal["auto", "o200k", "bytes"]
 """``o200k`` (tiktoken, offline), ``bytes`` (UTF-8 bytes / 3), or ``auto``: o200k where available."""
 
-BYTES_PER_TOKEN = 3
+ESTIMATE_BYTES_PER_TOKEN = 3
 """Bytes per token of the byte-based fallback estimate (conservative: it over-counts)."""
 
 DEFAULT_CONTEXT_WINDOW = 128_000
@@ -208,20 +208,26 @@ class TokenCounter:
 
 
 def _bytes_estimate(text: str) -> int:
-    return -(-len(text.encode("utf-8")) // BYTES_PER_TOKEN)
+    return -(-len(text.encode("utf-8")) // ESTIMATE_BYTES_PER_TOKEN)
 
 
-def open_counter(tokenizer: Tokenizer = "auto") -> TokenCounter:
-    """A counter in o200k tokens when wanted and available offline (loaded at its first count), else the
-    byte-based estimate."""
+def open_counter(
+    tokenizer: Tokenizer = "auto",
+    *,
+    fallback: Callable[[str], int] = _bytes_estimate,
+    fallback_note: str = f"estimating bytes/{ESTIMATE_BYTES_PER_TOKEN}",
+) -> TokenCounter:
+    """A counter in o200k tokens when wanted and available offline (loaded at its first count), else in
+    ``bytes``: ``fallback`` counts (by default the byte-based estimate), ``fallback_note`` says how in the
+    counter's note when o200k was wanted."""
     if tokenizer not in ("auto", "o200k", "bytes"):
         raise ValueError(f"tokenizer: expected auto, o200k or bytes, got {tokenizer!r}")
     if tokenizer == "bytes":
-        return TokenCounter("bytes", _bytes_estimate)
+        return TokenCounter("bytes", fallback)
     reason = o200k_unavailable()
     if reason is not None:
         return TokenCounter(
-            "bytes", _bytes_estimate, note=f"o200k tokenizer unavailable ({reason}); estimating bytes/3"
+            "bytes", fallback, note=f"o200k tokenizer unavailable ({reason}); {fallback_note}"
         )
     return TokenCounter("o200k", load=_load_o200k)
 

@@ -29,6 +29,14 @@ class ToolSpec:
         schema: dict[str, Any] = plain(self.input_schema)
         return schema
 
+    def definition(self, schema_key: str, schema: Any = None) -> dict[str, Any]:
+        """The tool as a provider's request defines it: its name, under ``schema_key`` its ``schema``
+        (:meth:`schema` unless given, as a wire that wraps it passes it), and its description if any."""
+        definition = {"name": self.name, schema_key: self.schema() if schema is None else schema}
+        if self.description:
+            definition["description"] = self.description
+        return definition
+
 
 def placeholder_tool(name: str) -> ToolSpec:
     """The definition declared for a tool that the request replays but that is not offered now."""

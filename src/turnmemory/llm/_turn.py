@@ -22,7 +22,7 @@ from typing import Any
 from turnmemory._text import compact_json, one_line
 from turnmemory.llm._reduce import Reducer
 from turnmemory.llm._retry import RequestFailure, RetryPolicy, connection_failure, malformed_failure
-from turnmemory.llm._sdk import Completion, Sdk, StreamInterrupted
+from turnmemory.llm._sdk import Completion, Query, Sdk, StreamInterrupted
 from turnmemory.llm._tokens import Accounting
 from turnmemory.llm._tools import ToolSpec, call_problem, placeholder_tool
 from turnmemory.llm.events import Event, Reason
@@ -243,13 +243,15 @@ class Turn:
         event: the failure is then ``expired``.
         """
         turn_start = len(self._history[self._sdk.wire.ITEMS])
-        request = self._with_images(request, turn_start)
+        query = Query(
+            self._with_images(request, turn_start), tools, turn_start, self._limits.max_argument_bytes
+        )
         attempt = 1
         while True:
             if self._expired():
                 return self._expiry()
             try:
-                completion = yield from self._stream(request, tools, turn_start)
+                completion = yield from self._stream(query)
                 if completion is None:
                     return self._expiry()
                 return completion
@@ -307,13 +309,10 @@ class Turn:
         self.items.extend(self._sdk.wire.tool_results(reply.calls, results))
         self._answering = ((), [])
 
-    def _stream(
-        self, request: dict[str, Any], tools: Sequence[ToolSpec], turn_start: int
-    ) -> Generator[Event, None, Completion | None]:
+    def _stream(self, query: Query) -> Generator[Event, None, Completion | None]:
         """Stream one attempt; its ``Completion``, or ``None`` when the deadline passed meanwhile."""
         completion: Completion | None = None
-        cap = self._limits.max_argument_bytes
-        with closing(self._sdk.stream(request, tools, turn_start, max_argument_bytes=cap)) as stream:
+        with closing(self._sdk.stream(query)) as stream:
             for item in stream:
                 if self._expired():
                     return None

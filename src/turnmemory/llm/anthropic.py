@@ -17,10 +17,9 @@ from collections.abc import Generator, Mapping, Sequence
 from typing import Any, Literal
 
 from turnmemory.llm._retry import RequestFailure, connection_failure, error_fields, http_failure
-from turnmemory.llm._sdk import Completion, Endpoint, Sdk, Settings, StreamInterrupted, sdk_options
+from turnmemory.llm._sdk import Completion, Endpoint, Query, Sdk, Settings, StreamInterrupted, sdk_client
 from turnmemory.llm._stream import Arguments, StreamError, sse_events
-from turnmemory.llm._tools import ToolSpec
-from turnmemory.llm.events import Event, Reason, Usage
+from turnmemory.llm.events import Event, Usage
 from turnmemory.providers import anthropic
 from turnmemory.providers._render import Item
 from turnmemory.providers._tools import Call
@@ -41,16 +40,11 @@ def _text(text: str) -> Item:
     return {"type": "text", "text": text}
 
 
-_STOPS: Mapping[str | None, Reason] = {
-    "max_tokens": "max_tokens",
-    "model_context_window_exceeded": "max_tokens",
-}
-
-
 class AnthropicSdk(Sdk):
     """The Messages API through the official SDK (a streamed ``messages.create``, its raw events)."""
 
     wire = anthropic
+    max_tokens_stops = frozenset({"max_tokens", "model_context_window_exceeded"})
 
     def __init__(self, settings: Settings, endpoint: Endpoint) -> None:
         import anthropic as sdk
@@ -61,10 +55,7 @@ class AnthropicSdk(Sdk):
             sdk.APIConnectionError,
             httpx2.TransportError,
         )
-        if endpoint.client is not None:
-            self._client = endpoint.client.with_options(max_retries=0)
-        else:
-            self._client = sdk.Anthropic(**sdk_options(endpoint))
+        self._client = sdk_client(sdk.Anthropic, endpoint)
         self.settings = settings
         if settings.temperature is not None:
             raise ValueError("temperature: the Anthropic Messages API takes no temperature")
@@ -78,17 +69,10 @@ class AnthropicSdk(Sdk):
         self._previous: tuple[list[Item], list[int]] = ([], [])
         """The messages of the last request (without markers) and its breakpoints' block positions."""
 
-    def stream(
-        self,
-        request: Mapping[str, Any],
-        tools: Sequence[ToolSpec],
-        turn_start: int,
-        *,
-        max_argument_bytes: int,
-    ) -> Generator[Event | Completion, None, None]:
-        message = _Message(max_argument_bytes)
+    def stream(self, query: Query) -> Generator[Event | Completion, None, None]:
+        message = _Message(query.max_argument_bytes)
         with self._client.messages.with_streaming_response.create(
-            **self._kwargs(request, tools, turn_start), stream=True
+            **self._kwargs(query), stream=True
         ) as response:
             for name, event in sse_events(response.iter_bytes()):
                 if name == "error":
@@ -111,7 +95,7 @@ class AnthropicSdk(Sdk):
                 cached_tokens=cache_read,
                 cache_write_tokens=cache_write,
             ),
-            stop=_STOPS.get(message.stop_reason, "stop"),
+            stop=self.reason(message.stop_reason),
         )
 
     def failure(self, error: Exception) -> RequestFailure | None:
@@ -135,18 +119,16 @@ class AnthropicSdk(Sdk):
         self._pending_blocks = sum(len(anthropic.blocks(message)) for message in pending)
         return [anthropic.unmarked(message) for message in pending]
 
-    def _kwargs(
-        self, request: Mapping[str, Any], tools: Sequence[ToolSpec], turn_start: int
-    ) -> dict[str, Any]:
-        settings = self.settings
+    def _kwargs(self, query: Query) -> dict[str, Any]:
+        settings, request = self.settings, query.body
         messages = list(request["messages"])
         kwargs: dict[str, Any] = {
             "model": settings.model,
             "max_tokens": self._max_tokens,
-            "messages": anthropic.mark_cache(messages, self._breakpoints(messages, turn_start)),
+            "messages": anthropic.mark_cache(messages, self._breakpoints(messages, query.turn_start)),
         }
         system = request.get("system")
-        definitions = [_definition(spec) for spec in tools]
+        definitions = [spec.definition("input_schema") for spec in query.tools]
         if system:
             blocks: list[Item] = [_text(system)] if isinstance(system, str) else copy.deepcopy(system)
             for block in blocks:
@@ -192,13 +174,6 @@ def _last_prompt(messages: list[Item], positions: Sequence[tuple[int, int]]) -> 
         if messages[i].get("role") == "user" and isinstance(block, Mapping) and block.get("type") == "text":
             return point
     return None
-
-
-def _definition(spec: ToolSpec) -> Item:
-    definition: Item = {"name": spec.name, "input_schema": spec.schema()}
-    if spec.description:
-        definition["description"] = spec.description
-    return definition
 
 
 class _Message:

@@ -10,30 +10,25 @@ from the AWS chain (environment, profile, role), or from a ready ``boto3`` clien
 from __future__ import annotations
 
 import base64
-from collections.abc import Generator, Mapping, Sequence
+from collections.abc import Generator, Mapping
 from typing import Any
 
 from turnmemory.llm._retry import MalformedError, RequestFailure, connection_failure, http_failure
-from turnmemory.llm._sdk import Completion, Endpoint, Sdk, Settings, StreamInterrupted
+from turnmemory.llm._sdk import Completion, Endpoint, Query, Sdk, Settings, StreamInterrupted, given
 from turnmemory.llm._stream import Arguments
-from turnmemory.llm._tools import ToolSpec
-from turnmemory.llm.events import Event, Reason, Usage
+from turnmemory.llm.events import Event, Usage
 from turnmemory.providers import bedrock
 from turnmemory.providers._render import Item
 from turnmemory.providers._tools import Call, parse_arguments
 
 __all__ = ["BedrockSdk"]
 
-_STOPS: Mapping[str | None, Reason] = {
-    "max_tokens": "max_tokens",
-    "model_context_window_exceeded": "max_tokens",
-}
-
 
 class BedrockSdk(Sdk):
     """Converse through ``boto3`` (``converse_stream``)."""
 
     wire = bedrock
+    max_tokens_stops = frozenset({"max_tokens", "model_context_window_exceeded"})
 
     def __init__(self, settings: Settings, endpoint: Endpoint) -> None:
         import boto3
@@ -67,19 +62,12 @@ class BedrockSdk(Sdk):
             )
         self.settings = settings
 
-    def stream(
-        self,
-        request: Mapping[str, Any],
-        tools: Sequence[ToolSpec],
-        turn_start: int,
-        *,
-        max_argument_bytes: int,
-    ) -> Generator[Event | Completion, None, None]:
+    def stream(self, query: Query) -> Generator[Event | Completion, None, None]:
         blocks: dict[int, Item] = {}
         inputs: dict[int, Arguments] = {}
         stop: str | None = None
         usage = Usage()
-        response = self._client.converse_stream(**self._kwargs(request, tools))
+        response = self._client.converse_stream(**self._kwargs(query))
         stream = response["stream"]
         try:
             for event in stream:
@@ -93,7 +81,7 @@ class BedrockSdk(Sdk):
                 elif "contentBlockDelta" in event:
                     delta = event["contentBlockDelta"]
                     yield from _delta(
-                        blocks, inputs, delta["contentBlockIndex"], delta["delta"], max_argument_bytes
+                        blocks, inputs, delta["contentBlockIndex"], delta["delta"], query.max_argument_bytes
                     )
                 elif "messageStop" in event:
                     stop = event["messageStop"].get("stopReason") or "end_turn"
@@ -110,7 +98,7 @@ class BedrockSdk(Sdk):
             calls=calls,
             text=text,
             usage=usage,
-            stop=_STOPS.get(stop, "stop"),
+            stop=self.reason(stop),
         )
 
     def failure(self, error: Exception) -> RequestFailure | None:
@@ -131,19 +119,20 @@ class BedrockSdk(Sdk):
             )
         return None
 
-    def _kwargs(self, request: Mapping[str, Any], tools: Sequence[ToolSpec]) -> dict[str, Any]:
-        settings = self.settings
+    def _kwargs(self, query: Query) -> dict[str, Any]:
+        settings, request = self.settings, query.body
         messages = [_with_image_bytes(message) for message in request["messages"]]
         kwargs: dict[str, Any] = {"modelId": settings.model, "messages": messages}
         if request.get("system"):
             kwargs["system"] = request["system"]
-        if tools:
-            kwargs["toolConfig"] = {"tools": [_tool_spec(spec) for spec in tools]}
-        inference: dict[str, Any] = {}
-        if settings.max_tokens is not None:
-            inference["maxTokens"] = settings.max_tokens
-        if settings.temperature is not None:
-            inference["temperature"] = settings.temperature
+        if query.tools:
+            kwargs["toolConfig"] = {
+                "tools": [
+                    {"toolSpec": spec.definition("inputSchema", {"json": spec.schema()})}
+                    for spec in query.tools
+                ]
+            }
+        inference = given(maxTokens=settings.max_tokens, temperature=settings.temperature)
         if inference:
             kwargs["inferenceConfig"] = inference
         if settings.thinking is not None:
@@ -233,13 +222,6 @@ def _finish(blocks: dict[int, Item], inputs: dict[int, Arguments]) -> tuple[list
                 text["text"] = "".join(text["text"])
             content.append(block)
     return content, tuple(calls)
-
-
-def _tool_spec(spec: ToolSpec) -> Item:
-    definition: Item = {"name": spec.name, "inputSchema": {"json": spec.schema()}}
-    if spec.description:
-        definition["description"] = spec.description
-    return {"toolSpec": definition}
 
 
 def _usage(usage: Mapping[str, Any]) -> Usage:

@@ -7,21 +7,19 @@ that arrive without an id are paired with their responses by position, as Gemini
 
 from __future__ import annotations
 
-from collections.abc import Generator, Mapping, Sequence
+from collections.abc import Generator
 from typing import Any
 
 from turnmemory._text import compact_json
 from turnmemory.llm._retry import MalformedError, RequestFailure, connection_failure, http_failure
-from turnmemory.llm._sdk import Completion, Endpoint, Sdk, Settings, StreamInterrupted
-from turnmemory.llm._tools import ToolSpec
-from turnmemory.llm.events import Event, Reason, Usage
+from turnmemory.llm._sdk import Completion, Endpoint, Query, Sdk, Settings, StreamInterrupted, given
+from turnmemory.llm.events import Event, Usage
 from turnmemory.providers import gemini
 from turnmemory.providers._render import Item
 from turnmemory.providers._tools import Call
 
 __all__ = ["GeminiSdk"]
 
-_STOPS: Mapping[str | None, Reason] = {"MAX_TOKENS": "max_tokens"}
 _PLAIN = frozenset({"text"})
 _THOUGHT = frozenset({"text", "thought"})
 
@@ -30,6 +28,7 @@ class GeminiSdk(Sdk):
     """Gemini ``generateContent`` through the official ``google-genai`` SDK (streamed)."""
 
     wire = gemini
+    max_tokens_stops = frozenset({"MAX_TOKENS"})
 
     def __init__(self, settings: Settings, endpoint: Endpoint) -> None:
         import httpx2
@@ -51,19 +50,12 @@ class GeminiSdk(Sdk):
         self.settings = settings
         self._generated = 0
 
-    def stream(
-        self,
-        request: Mapping[str, Any],
-        tools: Sequence[ToolSpec],
-        turn_start: int,
-        *,
-        max_argument_bytes: int,
-    ) -> Generator[Event | Completion, None, None]:
+    def stream(self, query: Query) -> Generator[Event | Completion, None, None]:
         streamed: list[Item] = []
         finish: str | None = None
         metadata: Any = None
         chunks = self._client.models.generate_content_stream(
-            model=self.settings.model, contents=request["contents"], config=self._config(request, tools)
+            model=self.settings.model, contents=query.body["contents"], config=self._config(query)
         )
         for chunk in chunks:
             metadata = chunk.usage_metadata or metadata
@@ -77,7 +69,7 @@ class GeminiSdk(Sdk):
         if finish is None:
             raise StreamInterrupted("the response stream ended without a finish reason")
         parts = _merged(streamed)
-        calls = tuple(self._call(part, max_argument_bytes) for part in parts if "function_call" in part)
+        calls = tuple(self._call(part, query.max_argument_bytes) for part in parts if "function_call" in part)
         if any(not call.name for call in calls):
             raise MalformedError("a function call without a name")
         text = "".join(part["text"] for part in parts if "text" in part and not part.get("thought"))
@@ -86,7 +78,7 @@ class GeminiSdk(Sdk):
             calls=calls,
             text=text,
             usage=_usage(metadata),
-            stop=_STOPS.get(finish, "stop"),
+            stop=self.reason(finish),
         )
 
     def failure(self, error: Exception) -> RequestFailure | None:
@@ -115,17 +107,15 @@ class GeminiSdk(Sdk):
             )
         return Call(id=call_id, name=call.get("name", ""), arguments=arguments, native=native)
 
-    def _config(self, request: Mapping[str, Any], tools: Sequence[ToolSpec]) -> Any:
-        settings = self.settings
+    def _config(self, query: Query) -> Any:
+        settings, request = self.settings, query.body
         config: dict[str, Any] = {}
         if request.get("system_instruction"):
             config["system_instruction"] = request["system_instruction"]
-        if tools:
-            config["tools"] = [{"function_declarations": [_declaration(spec) for spec in tools]}]
-        if settings.max_tokens is not None:
-            config["max_output_tokens"] = settings.max_tokens
-        if settings.temperature is not None:
-            config["temperature"] = settings.temperature
+        if query.tools:
+            declarations = [spec.definition("parameters_json_schema") for spec in query.tools]
+            config["tools"] = [{"function_declarations": declarations}]
+        config |= given(max_output_tokens=settings.max_tokens, temperature=settings.temperature)
         if settings.thinking is not None:
             config["thinking_config"] = {"thinking_budget": settings.thinking, "include_thoughts": True}
         return self._types.GenerateContentConfig.model_validate(config)
@@ -171,13 +161,6 @@ def _merged(streamed: list[Item]) -> list[Item]:
         if len(pieces) > 1:
             part["text"] = "".join(pieces)
     return parts
-
-
-def _declaration(spec: ToolSpec) -> Item:
-    declaration: Item = {"name": spec.name, "parameters_json_schema": spec.schema()}
-    if spec.description:
-        declaration["description"] = spec.description
-    return declaration
 
 
 def _usage(metadata: Any) -> Usage:

@@ -8,44 +8,33 @@ back inside a tool loop get it. ``session_id`` becomes ``prompt_cache_key``.
 from __future__ import annotations
 
 import json
-from collections.abc import Generator, Mapping, Sequence
+from collections.abc import Generator
 from dataclasses import dataclass, field
 from typing import Any
 
-from turnmemory.llm._openai import (
-    function_tool,
-    openai_chunks,
-    openai_client,
-    openai_count,
-    openai_failure,
-    with_breakpoint,
-)
-from turnmemory.llm._retry import MalformedError, RequestFailure
-from turnmemory.llm._sdk import Completion, Endpoint, Sdk, Settings, StreamInterrupted
+from turnmemory.llm._openai import OpenAISdk, openai_usage
+from turnmemory.llm._retry import MalformedError
+from turnmemory.llm._sdk import Completion, Endpoint, Query, Settings, StreamInterrupted, given
 from turnmemory.llm._stream import Arguments
-from turnmemory.llm._tools import ToolSpec
-from turnmemory.llm.events import Event, Reason, Usage
+from turnmemory.llm.events import Event, Usage
 from turnmemory.providers import openai_chat
-from turnmemory.providers._render import Item, takes_breakpoint
+from turnmemory.providers._render import Item
 from turnmemory.providers._tools import Call, parse_arguments
 
 __all__ = ["OpenAIChatSdk"]
 
 REASONING_KEYS = openai_chat.REASONING_KEYS
 
-_STOPS: Mapping[str | None, Reason] = {"length": "max_tokens"}
 
-
-class OpenAIChatSdk(Sdk):
+class OpenAIChatSdk(OpenAISdk):
     """Chat Completions through the official SDK (streamed ``chat.completions.create``)."""
 
     wire = openai_chat
+    max_tokens_stops = frozenset({"length"})
 
     def __init__(self, settings: Settings, endpoint: Endpoint) -> None:
-        self._client = openai_client(endpoint)
+        super().__init__(settings, endpoint)
         self._official = endpoint.base_url is None and endpoint.client is None
-        self.settings = settings
-        self._pending_items = 0
 
     def options(self) -> dict[str, Any]:
         """The served model chooses the history's form (``openai_chat.family``); the settings may force it."""
@@ -57,22 +46,15 @@ class OpenAIChatSdk(Sdk):
             "model": settings.model,
         }
 
-    def stream(
-        self,
-        request: Mapping[str, Any],
-        tools: Sequence[ToolSpec],
-        turn_start: int,
-        *,
-        max_argument_bytes: int,
-    ) -> Generator[Event | Completion, None, None]:
+    def stream(self, query: Query) -> Generator[Event | Completion, None, None]:
         text: list[str] = []
         reasoning: dict[str, list[str]] = {}
         calls: dict[int, _Call] = {}
         finish: str | None = None
         usage = Usage()
-        for chunk in openai_chunks(self._client.chat.completions, self._kwargs(request, tools, turn_start)):
+        for chunk in self.events(self._client.chat.completions, self._fields(query)):
             if chunk.get("usage") is not None:
-                usage = _usage(chunk["usage"])
+                usage = openai_usage(chunk["usage"], "prompt_tokens", "completion_tokens")
             for choice in (chunk.get("choices") or ())[:1]:
                 delta = choice.get("delta") or {}
                 for key in REASONING_KEYS:
@@ -87,7 +69,7 @@ class OpenAIChatSdk(Sdk):
                 for fragment in delta.get("tool_calls") or ():
                     call = calls.get(fragment["index"])
                     if call is None:
-                        call = calls[fragment["index"]] = _Call(Arguments(max_argument_bytes))
+                        call = calls[fragment["index"]] = _Call(Arguments(query.max_argument_bytes))
                     call.id = fragment.get("id") or call.id
                     function = fragment.get("function")
                     if function is not None:
@@ -111,41 +93,19 @@ class OpenAIChatSdk(Sdk):
             calls=tuple(call for _, call in parsed),
             text=content,
             usage=usage,
-            stop=_STOPS.get(finish, "stop"),
+            stop=self.reason(finish),
         )
 
-    def failure(self, error: Exception) -> RequestFailure | None:
-        return openai_failure(error)
-
-    def injected(self, pending: list[Item]) -> list[Item]:
-        """The pending items as they are (their count places the compacted prefix's breakpoint)."""
-        self._pending_items = len(pending)
-        return pending
-
-    def _kwargs(
-        self, request: Mapping[str, Any], tools: Sequence[ToolSpec], turn_start: int
-    ) -> dict[str, Any]:
+    def _fields(self, query: Query) -> dict[str, Any]:
         settings = self.settings
-        items = request["messages"]
-        if takes_breakpoint(settings.model):  # the compacted prefix ends before pending state and the prompt
-            items = with_breakpoint(items, turn_start - 1 - self._pending_items, openai_chat.mark_cache)
-        kwargs: dict[str, Any] = {
-            "model": settings.model,
-            "messages": items,
-            "stream": True,
+        return {
+            **self.shared_fields(query, openai_chat.mark_cache, nested=True),
             "stream_options": {"include_usage": True},
+            **given(
+                **{"max_completion_tokens" if self._official else "max_tokens": settings.max_tokens},
+                reasoning_effort=settings.reasoning_effort,
+            ),
         }
-        if tools:
-            kwargs["tools"] = [function_tool(spec, nested=True) for spec in tools]
-        if settings.max_tokens is not None:
-            kwargs["max_completion_tokens" if self._official else "max_tokens"] = settings.max_tokens
-        if settings.temperature is not None:
-            kwargs["temperature"] = settings.temperature
-        if settings.reasoning_effort is not None:
-            kwargs["reasoning_effort"] = settings.reasoning_effort
-        if settings.session_id is not None:
-            kwargs["prompt_cache_key"] = settings.session_id
-        return kwargs
 
 
 @dataclass(slots=True)
@@ -178,13 +138,3 @@ def _is_json(text: str) -> bool:
     except ValueError:
         return False
     return True
-
-
-def _usage(usage: Mapping[str, Any]) -> Usage:
-    details = usage.get("prompt_tokens_details")
-    return Usage(
-        input_tokens=usage.get("prompt_tokens") or 0,
-        output_tokens=usage.get("completion_tokens") or 0,
-        cached_tokens=openai_count(details, "cached_tokens"),
-        cache_write_tokens=openai_count(details, "cache_write_tokens"),
-    )

@@ -9,30 +9,21 @@ always travels with the items that followed it. ``session_id`` becomes ``prompt_
 
 from __future__ import annotations
 
-from collections.abc import Generator, Mapping, Sequence
+from collections.abc import Generator
 from typing import Any
 
-from turnmemory.llm._openai import (
-    function_tool,
-    openai_chunks,
-    openai_client,
-    openai_count,
-    openai_failure,
-    with_breakpoint,
-)
+from turnmemory.llm._openai import OpenAISdk, openai_usage
 from turnmemory.llm._retry import RequestFailure, http_failure
-from turnmemory.llm._sdk import Completion, Endpoint, Sdk, Settings, StreamInterrupted
-from turnmemory.llm._tools import ToolSpec
-from turnmemory.llm.events import Event, Reason, Usage
+from turnmemory.llm._sdk import Completion, Query, StreamInterrupted, given
+from turnmemory.llm.events import Event
 from turnmemory.providers import openai_responses
 from turnmemory.providers._read import prose_text
-from turnmemory.providers._render import Item, takes_breakpoint
+from turnmemory.providers._render import Item
 from turnmemory.providers._tools import Call, parse_arguments
 
 __all__ = ["OpenAIResponsesSdk", "ResponseFailed"]
 
 _REASONING_DELTAS = ("response.reasoning_summary_text.delta", "response.reasoning_text.delta")
-_STOPS: Mapping[str | None, Reason] = {"max_output_tokens": "max_tokens"}
 
 
 class ResponseFailed(Exception):
@@ -44,28 +35,17 @@ class ResponseFailed(Exception):
         self.message = message
 
 
-class OpenAIResponsesSdk(Sdk):
+class OpenAIResponsesSdk(OpenAISdk):
     """Responses through the official SDK (streamed ``responses.create``, stateless)."""
 
     wire = openai_responses
+    max_tokens_stops = frozenset({"max_output_tokens"})
 
-    def __init__(self, settings: Settings, endpoint: Endpoint) -> None:
-        self._client = openai_client(endpoint)
-        self.settings = settings
-        self._pending_items = 0
-
-    def stream(
-        self,
-        request: Mapping[str, Any],
-        tools: Sequence[ToolSpec],
-        turn_start: int,
-        *,
-        max_argument_bytes: int,
-    ) -> Generator[Event | Completion, None, None]:
+    def stream(self, query: Query) -> Generator[Event | Completion, None, None]:
         items: dict[int, Item] = {}
         streamed: set[int] = set()
         response: Any = None
-        for event in openai_chunks(self._client.responses, self._kwargs(request, tools, turn_start)):
+        for event in self.events(self._client.responses, self._fields(query)):
             kind = event.get("type")
             if kind == "response.output_text.delta" and event.get("delta"):
                 streamed.add(event["output_index"])
@@ -94,7 +74,7 @@ class OpenAIResponsesSdk(Sdk):
         for index, item in sorted(items.items()):
             if item.get("type") == "message" and index not in streamed and prose_text(item.get("content")):
                 yield Event("text", text=prose_text(item.get("content")))
-        output = tuple(_kept(items[index], max_argument_bytes) for index in sorted(items))
+        output = tuple(_kept(items[index], query.max_argument_bytes) for index in sorted(items))
         calls = tuple(
             Call(
                 id=item["call_id"],
@@ -115,47 +95,27 @@ class OpenAIResponsesSdk(Sdk):
             items=output_items if text or calls else (),
             calls=calls,
             text=text,
-            usage=_usage(response.get("usage")),
-            stop=_STOPS.get(details.get("reason") if details else None, "stop"),
+            usage=openai_usage(response.get("usage"), "input_tokens", "output_tokens"),
+            stop=self.reason(details.get("reason") if details else None),
         )
 
     def failure(self, error: Exception) -> RequestFailure | None:
         if isinstance(error, ResponseFailed):
             return http_failure(None, error.message, kind=error.code)
-        return openai_failure(error)
+        return super().failure(error)
 
-    def injected(self, pending: list[Item]) -> list[Item]:
-        """The pending items as they are (their count places the compacted prefix's breakpoint)."""
-        self._pending_items = len(pending)
-        return pending
-
-    def _kwargs(
-        self, request: Mapping[str, Any], tools: Sequence[ToolSpec], turn_start: int
-    ) -> dict[str, Any]:
-        settings = self.settings
-        items = request["input"]
-        if takes_breakpoint(settings.model):  # the compacted prefix ends before pending state and the prompt
-            items = with_breakpoint(items, turn_start - 1 - self._pending_items, openai_responses.mark_cache)
-        kwargs: dict[str, Any] = {
-            "model": settings.model,
-            "input": items,
-            "stream": True,
+    def _fields(self, query: Query) -> dict[str, Any]:
+        settings, effort = self.settings, self.settings.reasoning_effort
+        return {
+            **self.shared_fields(query, openai_responses.mark_cache, nested=False),
             "store": False,
             "include": ["reasoning.encrypted_content"],
+            **given(
+                instructions=query.body.get("instructions") or None,
+                max_output_tokens=settings.max_tokens,
+                reasoning=None if effort is None else {"effort": effort, "summary": "auto"},
+            ),
         }
-        if request.get("instructions"):
-            kwargs["instructions"] = request["instructions"]
-        if tools:
-            kwargs["tools"] = [function_tool(spec, nested=False) for spec in tools]
-        if settings.max_tokens is not None:
-            kwargs["max_output_tokens"] = settings.max_tokens
-        if settings.temperature is not None:
-            kwargs["temperature"] = settings.temperature
-        if settings.reasoning_effort is not None:
-            kwargs["reasoning"] = {"effort": settings.reasoning_effort, "summary": "auto"}
-        if settings.session_id is not None:
-            kwargs["prompt_cache_key"] = settings.session_id
-        return kwargs
 
 
 def _kept(item: Item, cap: int) -> tuple[Item, int]:
@@ -166,15 +126,3 @@ def _kept(item: Item, cap: int) -> tuple[Item, int]:
         return item, 0
     size = len(arguments.encode("utf-8", "surrogatepass"))
     return ({**item, "arguments": "{}"}, size) if size > cap else (item, 0)
-
-
-def _usage(usage: Mapping[str, Any] | None) -> Usage:
-    if usage is None:
-        return Usage()
-    details = usage.get("input_tokens_details")
-    return Usage(
-        input_tokens=usage.get("input_tokens") or 0,
-        output_tokens=usage.get("output_tokens") or 0,
-        cached_tokens=openai_count(details, "cached_tokens"),
-        cache_write_tokens=openai_count(details, "cache_write_tokens"),
-    )
