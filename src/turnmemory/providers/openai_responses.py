@@ -11,32 +11,24 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from functools import partial
 from typing import Any
 
 from turnmemory.memory import Message
-from turnmemory.providers._build import (
-    IncrementalFormatter,
-    RequestCache,
-    StandardWire,
-    item_request,
-)
 from turnmemory.providers._images import MEDIA_TYPES, Image, openai_tokens, with_parts
-from turnmemory.providers._read import Piece, as_string, as_text, call_names, prose_text
+from turnmemory.providers._read import Piece, as_string, as_text, prose_text
 from turnmemory.providers._render import (
     PLACEHOLDER_DESCRIPTION,
     Block,
     Item,
     Options,
     cached_json,
-    list_at,
     marked_last,
-    missing_names,
     replay_steps,
     text_parts,
     tool_name,
 )
 from turnmemory.providers._tools import Call, ToolResult, is_error_text, parse_arguments, result_text
+from turnmemory.providers._wire import WireFormat
 
 __all__ = [
     "IMAGE_TYPES",
@@ -97,34 +89,8 @@ def _render(message: Message, message_index: int, options: Options, taken: set[s
 
 
 def _shape(systems: list[str], items: list[Item]) -> dict[str, Any]:
-    request: dict[str, Any] = {"input": items}
-    if systems:
-        request["instructions"] = "\n\n".join(systems)
-    return request
-
-
-def _assemble(
-    messages: Sequence[Message], pending: Sequence[Item] | None, options: Options, cache: RequestCache | None
-) -> tuple[list[str], list[Item]]:
-    return item_request(messages, pending, options, _render, lambda items: pieces(items), cache)
-
-
-_WIRE = StandardWire(_assemble, _shape)
-
-to_request = _WIRE.to_request
-"""``{"input": [...], "instructions": "..."}`` for ``client.responses.create``.
-
-``instructions`` joins the non-blank system messages with blank lines; it is absent without them.
-"""
-
-Formatter = partial(IncrementalFormatter, _WIRE.build)
-"""``Formatter()``: :func:`to_request` for one conversation, built incrementally (each historical message is
-rendered once; the same keywords give the same requests)."""
-
-
-def replayed_tool_names(request: Mapping[str, Any]) -> list[str]:
-    """The names of the ``function_call`` items a request (or wire body) holds, in order, once each."""
-    return call_names(pieces(list_at(request, ITEMS)))
+    instructions = {"instructions": "\n\n".join(systems)} if systems else {}
+    return {"input": items, **instructions}
 
 
 def placeholder_tool(name: str) -> dict[str, Any]:
@@ -136,11 +102,6 @@ def placeholder_tool(name: str) -> dict[str, Any]:
         "parameters": {"type": "object", "properties": {}},
         "strict": False,
     }
-
-
-def placeholder_tools(request: Mapping[str, Any], offered: Sequence[str]) -> list[dict[str, Any]]:
-    """Placeholder definitions for every name the request replays that ``offered`` lacks."""
-    return [placeholder_tool(name) for name in missing_names(replayed_tool_names(request), offered)]
 
 
 def pieces(items: Sequence[Mapping[str, Any]]) -> list[Piece]:
@@ -208,6 +169,19 @@ def tool_results(calls: Sequence[Call], results: Sequence[ToolResult]) -> list[I
         {"type": "function_call_output", "call_id": call.id, "output": result_text(result, flagged=False)}
         for call, result in zip(calls, results, strict=True)
     ]
+
+
+_WIRE = WireFormat(ITEMS, _render, pieces, placeholder_tool, _shape)
+
+to_request = _WIRE.to_request
+"""``{"input": [...], "instructions": "..."}`` for ``client.responses.create``.
+
+``instructions`` joins the non-blank system messages with blank lines; it is absent without them.
+"""
+
+Formatter = _WIRE.formatter
+replayed_tool_names = _WIRE.replayed_tool_names
+placeholder_tools = _WIRE.placeholder_tools
 
 
 def mark_cache(item: Item) -> Item | None:
