@@ -32,7 +32,6 @@ from turnmemory.providers._render import (
     cached_json,
     marked_last,
     replay_steps,
-    text_parts,
     tool_name,
 )
 from turnmemory.providers._tools import Call, ToolResult, is_error_text, parse_arguments, result_text
@@ -294,9 +293,7 @@ def mark_cache(item: Item) -> Item | None:
     (the assistant's)."""
     if item.get("role") not in ("system", "developer", "user", "tool"):
         return None
-    parts = text_parts(item.get("content"), "text")
-    marked = marked_last(parts) if parts is not None else None
-    return None if marked is None else {**item, "content": marked}
+    return marked_last(item, "content", "text")
 
 
 # -- images --------------------------------------------------------------------------------------------

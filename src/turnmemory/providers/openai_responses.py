@@ -24,7 +24,6 @@ from turnmemory.providers._render import (
     cached_json,
     marked_last,
     replay_steps,
-    text_parts,
     tool_name,
 )
 from turnmemory.providers._tools import Call, ToolResult, is_error_text, parse_arguments, result_text
@@ -189,14 +188,10 @@ def mark_cache(item: Item) -> Item | None:
     ``prompt_cache_breakpoint`` on its last text part (a string becomes one ``input_text`` part), or
     ``None`` for an item that cannot carry one (the assistant's, calls, reasoning)."""
     if item.get("type") == "function_call_output":
-        parts = text_parts(item.get("output"), "input_text")
-        marked = marked_last(parts) if parts is not None else None
-        return None if marked is None else {**item, "output": marked}
+        return marked_last(item, "output", "input_text")
     if item.get("role") not in ("system", "developer", "user"):
         return None
-    parts = text_parts(item.get("content"), "input_text")
-    marked = marked_last(parts) if parts is not None else None
-    return None if marked is None else {**item, "content": marked}
+    return marked_last(item, "content", "input_text")
 
 
 # -- images --------------------------------------------------------------------------------------------
