@@ -142,6 +142,8 @@ def tool_results(calls: Sequence[Call], results: Sequence[ToolResult]) -> list[I
     return [{"role": "user", "content": content}]
 
 
+# -- the wire: its requests and replayed names, from the rendering and reading above -------------------
+
 TURNS = TurnFormat("assistant", "content", _text, _call, _result, pieces, strip_final=True)
 """How Messages spells turns: ``assistant`` and ``user`` messages of ``content`` blocks."""
 

@@ -151,6 +151,8 @@ def _result_block(call: Call, result: ToolResult) -> Block:
     return {"toolResult": {"toolUseId": call.id, "content": content, "status": status}}
 
 
+# -- the wire: its requests and replayed names, from the rendering and reading above -------------------
+
 TURNS = TurnFormat("assistant", "content", _text, _call, _result, pieces, strip_final=True)
 """How Converse spells turns: ``assistant`` and ``user`` messages of ``content`` blocks."""
 

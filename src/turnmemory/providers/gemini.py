@@ -173,6 +173,8 @@ def _response(result: ToolResult) -> Item:
     return {"output": result.output}
 
 
+# -- the wire: its requests and replayed names, from the rendering and reading above -------------------
+
 TURNS = TurnFormat("model", "parts", _text, _call, _result, pieces, strip_final=False)
 """How Gemini spells turns: ``model`` and ``user`` contents of ``parts``."""
 

@@ -277,6 +277,8 @@ def tool_results(calls: Sequence[Call], results: Sequence[ToolResult]) -> list[I
     ]
 
 
+# -- the wire: its requests and replayed names, from the rendering and reading above -------------------
+
 _WIRE = WireFormat(ITEMS, _render, pieces, placeholder_tool)
 
 Formatter = partial(IncrementalFormatter, _request)
