@@ -74,27 +74,6 @@ def turn_problems(
     object with a valid role (and checked by ``check``), every ``call`` answered exactly once by a
     ``result`` in the very next message, no call id used twice. The call and result ids each message
     holds."""
-    found = _turn_ids(messages, check, out, alternate=alternate)
-    out.extend(adjacent_pairing(found, call=call, result=result))
-    out.extend(duplicates((ids for message in found for ids in message.calls), call))
-    return found
-
-
-def undeclared(where: str, replayed: Iterable[str], declared: Iterable[object]) -> list[str]:
-    """A problem at ``where`` for every ``replayed`` tool name that is not among the ``declared`` ones."""
-    names = (name for name in declared if isinstance(name, str))
-    return [f"{where}: {name!r} is replayed but not declared" for name in missing_names(replayed, names)]
-
-
-def _turn_ids(
-    messages: Sequence[object],
-    check: Callable[[str, object, Mapping[str, Any], list[str]], ToolIds],
-    out: list[str],
-    *,
-    alternate: bool,
-) -> list[ToolIds]:
-    """Check every message of an Anthropic or Converse request (an object with a valid role, each checked
-    by ``check``), adding problems to ``out``; the call and result ids each message holds."""
     found: list[ToolIds] = []
     previous = None
     for i, message in enumerate(messages):
@@ -111,7 +90,15 @@ def _turn_ids(
         )
         previous = role
         found.append(check(where, role, message, out))
+    out.extend(adjacent_pairing(found, call=call, result=result))
+    out.extend(duplicates((pair for ids in found for pair in ids.calls), call))
     return found
+
+
+def undeclared(where: str, replayed: Iterable[str], declared: Iterable[object]) -> list[str]:
+    """A problem at ``where`` for every ``replayed`` tool name that is not among the ``declared`` ones."""
+    names = (name for name in declared if isinstance(name, str))
+    return [f"{where}: {name!r} is replayed but not declared" for name in missing_names(replayed, names)]
 
 
 def answer_problem(
