@@ -8,8 +8,11 @@ incrementally; ``replayed_tool_names(request)`` and ``placeholder_tool(name)`` /
 reasoning, calls and results of native items), ``replace(item, piece, content)`` and
 ``tool_results(calls, results)``; and the images a user attaches to a turn: ``with_images(message,
 images)`` (the wire's image parts before a user message's text), ``IMAGE_TYPES``, ``MAX_IMAGE_BYTES`` and
-``image_tokens(image)`` (see :mod:`turnmemory.providers._images`). Every module satisfies :class:`Wire`. The
-:mod:`turnmemory.providers.check` package holds each wire's rules and checks any request body against them.
+``image_tokens(image)`` (see :mod:`turnmemory.providers._images`). Every module satisfies :class:`Wire`.
+A module holds only what is special about its wire; what every wire does alike with it (the requests,
+the replayed tool names, the placeholder definitions) is written once, in
+:class:`~turnmemory.providers._wire.WireFormat`. The :mod:`turnmemory.providers.check` package holds
+each wire's rules and checks any request body against them.
 """
 
 from __future__ import annotations

@@ -17,16 +17,13 @@ from typing import Any, Concatenate, Generic, ParamSpec, TypeVar
 from turnmemory.memory import Message
 from turnmemory.providers._read import Piece, piece_ids
 from turnmemory.providers._render import Block, Item, Options, is_blank, replay_steps
-from turnmemory.replay import ArgumentPolicy, HistoricalCall, IdStyle
+from turnmemory.replay import HistoricalCall
 
 __all__ = [
-    "Assemble",
     "Build",
     "IncrementalFormatter",
     "ItemBuild",
     "RequestCache",
-    "Shape",
-    "StandardWire",
     "TurnBuild",
     "TurnFormat",
     "build_request",
@@ -296,54 +293,6 @@ def turn_request(
     """System texts and alternating turns of a turn-based format (Anthropic, Gemini, Bedrock)."""
     build, tail = build_request(messages, pending, options, lambda: TurnBuild(fmt), fmt.pieces, cache)
     return build.joined(tail, strip_final=fmt.strip_final and not pending)
-
-
-Shape = Callable[[list[str], list[Item]], dict[str, Any]]
-"""How a wire lays out a request: its system texts and its item list as the request's keys."""
-
-
-Assemble = Callable[
-    [Sequence[Message], Sequence[Item] | None, Options, "RequestCache | None"], tuple[list[str], list[Item]]
-]
-"""How a wire assembles a request: ``(messages, pending, options, cache) -> (system texts, items)``."""
-
-
-class StandardWire:
-    """The requests of a wire with the standard keywords, from what is special about it: how it assembles
-    a request (``turn_request`` with its turn format, or ``item_request`` with its renderer) and how it
-    lays the result out (``shape``)."""
-
-    __slots__ = ("_assemble", "_shape")
-
-    def __init__(self, assemble: Assemble, shape: Shape) -> None:
-        self._assemble = assemble
-        self._shape = shape
-
-    def to_request(
-        self,
-        messages: Sequence[Message],
-        *,
-        pending: Sequence[Item] | None = None,
-        arguments: ArgumentPolicy = "empty",
-        id_style: IdStyle = "historical",
-    ) -> dict[str, Any]:
-        """The request for ``messages``, as the wire's SDK takes it: ``pending`` (provider-native items of
-        an interrupted turn) goes before the final user message; ``arguments`` and ``id_style`` choose how
-        historical calls are replayed."""
-        return self.build(messages, None, pending=pending, arguments=arguments, id_style=id_style)
-
-    def build(
-        self,
-        messages: Sequence[Message],
-        cache: RequestCache | None,
-        /,
-        *,
-        pending: Sequence[Item] | None = None,
-        arguments: ArgumentPolicy = "empty",
-        id_style: IdStyle = "historical",
-    ) -> dict[str, Any]:
-        """:meth:`to_request`, resuming ``cache`` when given (what a ``Formatter`` builds with)."""
-        return self._shape(*self._assemble(messages, pending, Options(arguments, id_style), cache))
 
 
 def _may_collide(taken: set[str], options: Options) -> bool:

@@ -30,7 +30,6 @@ __all__ = [
     "missing_names",
     "replay_steps",
     "takes_breakpoint",
-    "text_parts",
     "tool_name",
 ]
 
@@ -157,13 +156,6 @@ def missing_names(replayed: Iterable[str], offered: Iterable[str]) -> list[str]:
     return out
 
 
-def text_parts(content: object, kind: str) -> list[Any] | None:
-    """OpenAI content as a list of parts (a string is one ``kind`` part), or ``None`` when it is neither."""
-    if isinstance(content, str):
-        return [{"type": kind, "text": content}]
-    return list(content) if isinstance(content, list) else None
-
-
 _GPT_VERSION = re.compile(r"gpt-(\d+)(?:\.(\d+))?")
 
 
@@ -175,9 +167,17 @@ def takes_breakpoint(model: str) -> bool:
     return found is not None and (int(found[1]), int(found[2] or 0)) >= (5, 6)
 
 
-def marked_last(parts: list[Any]) -> list[Any] | None:
-    """``parts`` with an explicit ``prompt_cache_breakpoint`` (OpenAI, GPT-5.6 and later) on the last,
-    when it is a text part; else ``None``."""
-    if not parts or not isinstance(parts[-1], Mapping) or "text" not in parts[-1]:
+def marked_last(item: Item, key: str, kind: str) -> Item | None:
+    """A copy of ``item`` with an explicit ``prompt_cache_breakpoint`` (OpenAI, GPT-5.6 and later) on the
+    last part of its content under ``key`` (a string content becomes one ``kind`` part), when that part
+    is a text part; else ``None``."""
+    content = item.get(key)
+    parts = [{"type": kind, "text": content}] if isinstance(content, str) else content
+    if (
+        not isinstance(parts, list)
+        or not parts
+        or not isinstance(parts[-1], Mapping)
+        or "text" not in parts[-1]
+    ):
         return None
-    return [*parts[:-1], {**parts[-1], "prompt_cache_breakpoint": {"mode": "explicit"}}]
+    return {**item, key: [*parts[:-1], {**parts[-1], "prompt_cache_breakpoint": {"mode": "explicit"}}]}

@@ -13,27 +13,14 @@ and writes the results of a running turn's calls (:func:`tool_results`).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from functools import partial
 from typing import Any
 
-from turnmemory.providers._build import (
-    IncrementalFormatter,
-    StandardWire,
-    TurnFormat,
-    turn_request,
-)
+from turnmemory.providers._build import TurnFormat
 from turnmemory.providers._images import MEDIA_TYPES, Image, claude_tokens, with_parts
-from turnmemory.providers._read import Piece, as_text, call_names
-from turnmemory.providers._render import (
-    PLACEHOLDER_DESCRIPTION,
-    Block,
-    Item,
-    cached_json,
-    list_at,
-    missing_names,
-    tool_name,
-)
+from turnmemory.providers._read import Piece, as_text
+from turnmemory.providers._render import PLACEHOLDER_DESCRIPTION, Block, Item, cached_json, tool_name
 from turnmemory.providers._tools import Call, ToolResult, result_text
+from turnmemory.providers._wire import WireFormat
 from turnmemory.replay import HistoricalCall
 
 __all__ = [
@@ -87,36 +74,10 @@ def blocks(message: Mapping[str, Any]) -> list[Any]:
 ITEMS = "messages"
 """The request key of the message list."""
 
-TURNS = TurnFormat(
-    assistant_role="assistant",
-    content_key="content",
-    text=_text,
-    call=_call,
-    result=_result,
-    pieces=lambda items: pieces(items),
-    strip_final=True,
-)
-
 
 def _shape(systems: list[str], turns: list[Item]) -> dict[str, Any]:
-    request: dict[str, Any] = {"system": [_text(text) for text in systems]} if systems else {}
-    request["messages"] = turns
-    return request
-
-
-_WIRE = StandardWire(partial(turn_request, TURNS), _shape)
-
-to_request = _WIRE.to_request
-"""``{"system": [text blocks], "messages": [...]}`` for ``client.messages.create`` (system only when present)."""
-
-Formatter = partial(IncrementalFormatter, _WIRE.build)
-"""``Formatter()``: :func:`to_request` for one conversation, built incrementally (each historical message is
-rendered once; the same keywords give the same requests)."""
-
-
-def replayed_tool_names(request: Mapping[str, Any]) -> list[str]:
-    """The names of the ``tool_use`` blocks a request (or wire body) holds, in order, once each."""
-    return call_names(pieces(list_at(request, ITEMS)))
+    system = {"system": [_text(text) for text in systems]} if systems else {}
+    return {**system, "messages": turns}
 
 
 def placeholder_tool(name: str) -> dict[str, Any]:
@@ -126,11 +87,6 @@ def placeholder_tool(name: str) -> dict[str, Any]:
         "description": PLACEHOLDER_DESCRIPTION,
         "input_schema": {"type": "object", "properties": {}},
     }
-
-
-def placeholder_tools(request: Mapping[str, Any], offered: Sequence[str]) -> list[dict[str, Any]]:
-    """Placeholder definitions for every name the request replays that ``offered`` lacks."""
-    return [placeholder_tool(name) for name in missing_names(replayed_tool_names(request), offered)]
 
 
 def pieces(items: Sequence[Mapping[str, Any]]) -> list[Piece]:
@@ -184,6 +140,24 @@ def tool_results(calls: Sequence[Call], results: Sequence[ToolResult]) -> list[I
             block["is_error"] = True
         content.append(block)
     return [{"role": "user", "content": content}]
+
+
+# -- the wire: its requests and replayed names, from the rendering and reading above -------------------
+
+TURNS = TurnFormat("assistant", "content", _text, _call, _result, pieces, strip_final=True)
+"""How Messages spells turns: ``assistant`` and ``user`` messages of ``content`` blocks."""
+
+_WIRE = WireFormat(ITEMS, TURNS, pieces, placeholder_tool, _shape)
+
+to_request = _WIRE.to_request
+"""``{"system": [text blocks], "messages": [...]}`` for ``client.messages.create`` (system only when present).
+
+Declare every replayed tool name in ``tools`` (:func:`placeholder_tools` gives the missing ones).
+"""
+
+Formatter = _WIRE.formatter
+replayed_tool_names = _WIRE.replayed_tool_names
+placeholder_tools = _WIRE.placeholder_tools
 
 
 MAX_BREAKPOINTS = 4

@@ -14,26 +14,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from functools import partial
 from typing import Any
 
-from turnmemory.providers._build import (
-    IncrementalFormatter,
-    StandardWire,
-    TurnFormat,
-    turn_request,
-)
+from turnmemory.providers._build import TurnFormat
 from turnmemory.providers._images import MEDIA_TYPES, Image, claude_tokens, with_parts
-from turnmemory.providers._read import Piece, as_text, call_names
-from turnmemory.providers._render import (
-    PLACEHOLDER_DESCRIPTION,
-    Block,
-    Item,
-    list_at,
-    missing_names,
-    tool_name,
-)
+from turnmemory.providers._read import Piece, as_text
+from turnmemory.providers._render import PLACEHOLDER_DESCRIPTION, Block, Item, list_at, tool_name
 from turnmemory.providers._tools import NO_OUTPUT, Call, ToolResult, plain
+from turnmemory.providers._wire import WireFormat
 from turnmemory.replay import HistoricalCall
 
 __all__ = [
@@ -75,37 +63,10 @@ def _result(call: HistoricalCall) -> Block:
 ITEMS = "messages"
 """The request key of the message list."""
 
-TURNS = TurnFormat(
-    assistant_role="assistant",
-    content_key="content",
-    text=_text,
-    call=_call,
-    result=_result,
-    pieces=lambda items: pieces(items),
-    strip_final=True,
-)
-
 
 def _shape(systems: list[str], turns: list[Item]) -> dict[str, Any]:
-    request: dict[str, Any] = {"messages": turns}
-    if systems:
-        request["system"] = [_text(text) for text in systems]
-    return request
-
-
-_WIRE = StandardWire(partial(turn_request, TURNS), _shape)
-
-to_request = _WIRE.to_request
-"""``{"messages": [...], "system": [text blocks]}`` for ``client.converse`` (system only when present)."""
-
-Formatter = partial(IncrementalFormatter, _WIRE.build)
-"""``Formatter()``: :func:`to_request` for one conversation, built incrementally (each historical message is
-rendered once; the same keywords give the same requests)."""
-
-
-def replayed_tool_names(request: Mapping[str, Any]) -> list[str]:
-    """The names of the ``toolUse`` blocks a request (or wire body) holds, in order, once each."""
-    return call_names(pieces(list_at(request, ITEMS)))
+    system = {"system": [_text(text) for text in systems]} if systems else {}
+    return {"messages": turns, **system}
 
 
 def placeholder_tool(name: str) -> dict[str, Any]:
@@ -117,11 +78,6 @@ def placeholder_tool(name: str) -> dict[str, Any]:
             "inputSchema": {"json": {"type": "object", "properties": {}}},
         }
     }
-
-
-def placeholder_tools(request: Mapping[str, Any], offered: Sequence[str]) -> list[dict[str, Any]]:
-    """Placeholder entries for every name the request replays that ``offered`` lacks."""
-    return [placeholder_tool(name) for name in missing_names(replayed_tool_names(request), offered)]
 
 
 def pieces(items: Sequence[Mapping[str, Any]]) -> list[Piece]:
@@ -193,6 +149,24 @@ def _result_block(call: Call, result: ToolResult) -> Block:
         content = [{"text": text or NO_OUTPUT}]
     status = "error" if result.error is not None else "success"
     return {"toolResult": {"toolUseId": call.id, "content": content, "status": status}}
+
+
+# -- the wire: its requests and replayed names, from the rendering and reading above -------------------
+
+TURNS = TurnFormat("assistant", "content", _text, _call, _result, pieces, strip_final=True)
+"""How Converse spells turns: ``assistant`` and ``user`` messages of ``content`` blocks."""
+
+_WIRE = WireFormat(ITEMS, TURNS, pieces, placeholder_tool, _shape)
+
+to_request = _WIRE.to_request
+"""``{"messages": [...], "system": [text blocks]}`` for ``client.converse`` (system only when present).
+
+Converse demands a ``toolConfig`` declaring every replayed name (:func:`placeholder_tools`).
+"""
+
+Formatter = _WIRE.formatter
+replayed_tool_names = _WIRE.replayed_tool_names
+placeholder_tools = _WIRE.placeholder_tools
 
 
 # -- images --------------------------------------------------------------------------------------------

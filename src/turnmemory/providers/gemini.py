@@ -17,27 +17,15 @@ from __future__ import annotations
 
 import base64
 from collections.abc import Mapping, Sequence
-from functools import partial
 from typing import Any
 
 from turnmemory._text import compact_json
-from turnmemory.providers._build import (
-    IncrementalFormatter,
-    StandardWire,
-    TurnFormat,
-    turn_request,
-)
+from turnmemory.providers._build import TurnFormat
 from turnmemory.providers._images import Image, gemini_tokens, with_parts
-from turnmemory.providers._read import Piece, PieceKind, call_names
-from turnmemory.providers._render import (
-    PLACEHOLDER_DESCRIPTION,
-    Block,
-    Item,
-    list_at,
-    missing_names,
-    tool_name,
-)
+from turnmemory.providers._read import Piece, PieceKind
+from turnmemory.providers._render import PLACEHOLDER_DESCRIPTION, Block, Item, list_at, tool_name
 from turnmemory.providers._tools import Call, ToolResult, object_result, parse_output
+from turnmemory.providers._wire import WireFormat
 from turnmemory.replay import HistoricalCall
 
 __all__ = [
@@ -86,51 +74,15 @@ def either_case(mapping: Mapping[str, Any], snake: str, camel: str) -> Any:
 ITEMS = "contents"
 """The request key of the content list."""
 
-TURNS = TurnFormat(
-    assistant_role="model",
-    content_key="parts",
-    text=_text,
-    call=_call,
-    result=_result,
-    pieces=lambda items: pieces(items),
-    strip_final=False,
-)
-
 
 def _shape(systems: list[str], contents: list[Item]) -> dict[str, Any]:
-    request: dict[str, Any] = {"contents": contents}
-    if systems:
-        request["system_instruction"] = {"parts": [_text(text) for text in systems]}
-    return request
-
-
-_WIRE = StandardWire(partial(turn_request, TURNS), _shape)
-
-to_request = _WIRE.to_request
-"""``{"contents": [...], "system_instruction": {"parts": [...]}}`` (system only when present).
-
-Contents alternate strictly and open with a user content: blank user messages are left out, and so
-are assistant messages before the first non-blank user message (nothing is invented to precede them).
-"""
-
-Formatter = partial(IncrementalFormatter, _WIRE.build)
-"""``Formatter()``: :func:`to_request` for one conversation, built incrementally (each historical message is
-rendered once; the same keywords give the same requests)."""
-
-
-def replayed_tool_names(request: Mapping[str, Any]) -> list[str]:
-    """The names of the function calls a request (or camelCase wire body) holds, in order, once each."""
-    return call_names(pieces(list_at(request, ITEMS)))
+    system = {"system_instruction": {"parts": [_text(text) for text in systems]}} if systems else {}
+    return {"contents": contents, **system}
 
 
 def placeholder_tool(name: str) -> dict[str, Any]:
     """A minimal function declaration (for a ``function_declarations`` list) for a replayed name."""
     return {"name": name, "description": PLACEHOLDER_DESCRIPTION}
-
-
-def placeholder_tools(request: Mapping[str, Any], offered: Sequence[str]) -> list[dict[str, Any]]:
-    """Placeholder declarations for every name the request replays that ``offered`` lacks."""
-    return [placeholder_tool(name) for name in missing_names(replayed_tool_names(request), offered)]
 
 
 def pieces(items: Sequence[Mapping[str, Any]]) -> list[Piece]:
@@ -219,6 +171,25 @@ def _response(result: ToolResult) -> Item:
     if isinstance(result.output, dict):
         return result.output
     return {"output": result.output}
+
+
+# -- the wire: its requests and replayed names, from the rendering and reading above -------------------
+
+TURNS = TurnFormat("model", "parts", _text, _call, _result, pieces, strip_final=False)
+"""How Gemini spells turns: ``model`` and ``user`` contents of ``parts``."""
+
+_WIRE = WireFormat(ITEMS, TURNS, pieces, placeholder_tool, _shape)
+
+to_request = _WIRE.to_request
+"""``{"contents": [...], "system_instruction": {"parts": [...]}}`` (system only when present).
+
+Contents alternate strictly and open with a user content: blank user messages are left out, and so
+are assistant messages before the first non-blank user message (nothing is invented to precede them).
+"""
+
+Formatter = _WIRE.formatter
+replayed_tool_names = _WIRE.replayed_tool_names
+placeholder_tools = _WIRE.placeholder_tools
 
 
 # -- images --------------------------------------------------------------------------------------------

@@ -20,28 +20,22 @@ from functools import partial
 from typing import Any
 
 from turnmemory.memory import Message
-from turnmemory.providers._build import (
-    IncrementalFormatter,
-    RequestCache,
-    item_request,
-)
+from turnmemory.providers._build import IncrementalFormatter, RequestCache
 from turnmemory.providers._families import Family, family
 from turnmemory.providers._images import MEDIA_TYPES, Image, openai_tokens, with_parts
-from turnmemory.providers._read import Piece, as_string, as_text, call_names, prose_text
+from turnmemory.providers._read import Piece, as_string, as_text, prose_text
 from turnmemory.providers._render import (
     PLACEHOLDER_DESCRIPTION,
     Block,
     Item,
     Options,
     cached_json,
-    list_at,
     marked_last,
-    missing_names,
     replay_steps,
-    text_parts,
     tool_name,
 )
 from turnmemory.providers._tools import Call, ToolResult, is_error_text, parse_arguments, result_text
+from turnmemory.providers._wire import WireFormat
 from turnmemory.replay import ArgumentPolicy, HistoricalCall, IdStyle
 
 __all__ = [
@@ -177,7 +171,7 @@ def _request(
     model: str | None = None,
 ) -> dict[str, Any]:
     options = _options(arguments, id_style, single_calls, model)
-    _, items = item_request(messages, pending, options, _render, lambda items: pieces(items), cache)
+    systems, items = _WIRE.assemble(messages, pending, options, cache)
     if (
         options.alternating
         and len(items) > 1
@@ -186,17 +180,7 @@ def _request(
     ):
         # Pending state that ends with results, then the new user message: close the assistant turn.
         items.insert(len(items) - 1, {"role": "assistant", "content": ""})
-    return {"messages": items}
-
-
-Formatter = partial(IncrementalFormatter, _request)
-"""``Formatter()``: :func:`to_request` for one conversation, built incrementally (each historical message is
-rendered once; the same keywords give the same requests)."""
-
-
-def replayed_tool_names(request: Mapping[str, Any]) -> list[str]:
-    """The function names of the ``tool_calls`` a request (or wire body) holds, in order, once each."""
-    return call_names(pieces(list_at(request, ITEMS)))
+    return _WIRE.request(systems, items)
 
 
 def placeholder_tool(name: str) -> dict[str, Any]:
@@ -209,11 +193,6 @@ def placeholder_tool(name: str) -> dict[str, Any]:
             "parameters": {"type": "object", "properties": {}},
         },
     }
-
-
-def placeholder_tools(request: Mapping[str, Any], offered: Sequence[str]) -> list[dict[str, Any]]:
-    """Placeholder definitions for every name the request replays that ``offered`` lacks."""
-    return [placeholder_tool(name) for name in missing_names(replayed_tool_names(request), offered)]
 
 
 def pieces(items: Sequence[Mapping[str, Any]]) -> list[Piece]:
@@ -298,15 +277,25 @@ def tool_results(calls: Sequence[Call], results: Sequence[ToolResult]) -> list[I
     ]
 
 
+# -- the wire: its requests and replayed names, from the rendering and reading above -------------------
+
+_WIRE = WireFormat(ITEMS, _render, pieces, placeholder_tool)
+
+Formatter = partial(IncrementalFormatter, _request)
+"""``Formatter()``: :func:`to_request` for one conversation, built incrementally (each historical message is
+rendered once; the same keywords give the same requests)."""
+
+replayed_tool_names = _WIRE.replayed_tool_names
+placeholder_tools = _WIRE.placeholder_tools
+
+
 def mark_cache(item: Item) -> Item | None:
     """A copy of a system, user or tool message with a ``prompt_cache_breakpoint`` on its last text
     part (a string content becomes one text part), or ``None`` for a message that cannot carry one
     (the assistant's)."""
     if item.get("role") not in ("system", "developer", "user", "tool"):
         return None
-    parts = text_parts(item.get("content"), "text")
-    marked = marked_last(parts) if parts is not None else None
-    return None if marked is None else {**item, "content": marked}
+    return marked_last(item, "content", "text")
 
 
 # -- images --------------------------------------------------------------------------------------------

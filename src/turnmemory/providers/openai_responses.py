@@ -11,32 +11,23 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from functools import partial
 from typing import Any
 
 from turnmemory.memory import Message
-from turnmemory.providers._build import (
-    IncrementalFormatter,
-    RequestCache,
-    StandardWire,
-    item_request,
-)
 from turnmemory.providers._images import MEDIA_TYPES, Image, openai_tokens, with_parts
-from turnmemory.providers._read import Piece, as_string, as_text, call_names, prose_text
+from turnmemory.providers._read import Piece, as_string, as_text, prose_text
 from turnmemory.providers._render import (
     PLACEHOLDER_DESCRIPTION,
     Block,
     Item,
     Options,
     cached_json,
-    list_at,
     marked_last,
-    missing_names,
     replay_steps,
-    text_parts,
     tool_name,
 )
 from turnmemory.providers._tools import Call, ToolResult, is_error_text, parse_arguments, result_text
+from turnmemory.providers._wire import WireFormat
 
 __all__ = [
     "IMAGE_TYPES",
@@ -97,34 +88,8 @@ def _render(message: Message, message_index: int, options: Options, taken: set[s
 
 
 def _shape(systems: list[str], items: list[Item]) -> dict[str, Any]:
-    request: dict[str, Any] = {"input": items}
-    if systems:
-        request["instructions"] = "\n\n".join(systems)
-    return request
-
-
-def _assemble(
-    messages: Sequence[Message], pending: Sequence[Item] | None, options: Options, cache: RequestCache | None
-) -> tuple[list[str], list[Item]]:
-    return item_request(messages, pending, options, _render, lambda items: pieces(items), cache)
-
-
-_WIRE = StandardWire(_assemble, _shape)
-
-to_request = _WIRE.to_request
-"""``{"input": [...], "instructions": "..."}`` for ``client.responses.create``.
-
-``instructions`` joins the non-blank system messages with blank lines; it is absent without them.
-"""
-
-Formatter = partial(IncrementalFormatter, _WIRE.build)
-"""``Formatter()``: :func:`to_request` for one conversation, built incrementally (each historical message is
-rendered once; the same keywords give the same requests)."""
-
-
-def replayed_tool_names(request: Mapping[str, Any]) -> list[str]:
-    """The names of the ``function_call`` items a request (or wire body) holds, in order, once each."""
-    return call_names(pieces(list_at(request, ITEMS)))
+    instructions = {"instructions": "\n\n".join(systems)} if systems else {}
+    return {"input": items, **instructions}
 
 
 def placeholder_tool(name: str) -> dict[str, Any]:
@@ -136,11 +101,6 @@ def placeholder_tool(name: str) -> dict[str, Any]:
         "parameters": {"type": "object", "properties": {}},
         "strict": False,
     }
-
-
-def placeholder_tools(request: Mapping[str, Any], offered: Sequence[str]) -> list[dict[str, Any]]:
-    """Placeholder definitions for every name the request replays that ``offered`` lacks."""
-    return [placeholder_tool(name) for name in missing_names(replayed_tool_names(request), offered)]
 
 
 def pieces(items: Sequence[Mapping[str, Any]]) -> list[Piece]:
@@ -210,19 +170,30 @@ def tool_results(calls: Sequence[Call], results: Sequence[ToolResult]) -> list[I
     ]
 
 
+# -- the wire: its requests and replayed names, from the rendering and reading above -------------------
+
+_WIRE = WireFormat(ITEMS, _render, pieces, placeholder_tool, _shape)
+
+to_request = _WIRE.to_request
+"""``{"input": [...], "instructions": "..."}`` for ``client.responses.create``.
+
+``instructions`` joins the non-blank system messages with blank lines; it is absent without them.
+"""
+
+Formatter = _WIRE.formatter
+replayed_tool_names = _WIRE.replayed_tool_names
+placeholder_tools = _WIRE.placeholder_tools
+
+
 def mark_cache(item: Item) -> Item | None:
     """A copy of a system, developer or user message, or of a ``function_call_output``, with a
     ``prompt_cache_breakpoint`` on its last text part (a string becomes one ``input_text`` part), or
     ``None`` for an item that cannot carry one (the assistant's, calls, reasoning)."""
     if item.get("type") == "function_call_output":
-        parts = text_parts(item.get("output"), "input_text")
-        marked = marked_last(parts) if parts is not None else None
-        return None if marked is None else {**item, "output": marked}
+        return marked_last(item, "output", "input_text")
     if item.get("role") not in ("system", "developer", "user"):
         return None
-    parts = text_parts(item.get("content"), "input_text")
-    marked = marked_last(parts) if parts is not None else None
-    return None if marked is None else {**item, "content": marked}
+    return marked_last(item, "content", "input_text")
 
 
 # -- images --------------------------------------------------------------------------------------------

@@ -4,11 +4,12 @@ OpenAI's ``prompt_cache_breakpoint`` markers (Chat Completions and Responses ali
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Mapping, Sequence
+import re
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from turnmemory.providers._render import takes_breakpoint
+from turnmemory.providers._render import missing_names, takes_breakpoint
 
 __all__ = [
     "BREAKPOINT",
@@ -19,8 +20,11 @@ __all__ = [
     "duplicates",
     "is_json_text",
     "json_object",
+    "mismatch",
+    "objects",
     "role_problems",
-    "turn_ids",
+    "turn_problems",
+    "undeclared",
 ]
 
 
@@ -46,15 +50,30 @@ def role_problems(
     return []
 
 
-def turn_ids(
+def objects(entries: Sequence[object], where: str, out: list[str]) -> Iterator[tuple[str, Mapping[str, Any]]]:
+    """The entries of a list that are objects, each with where it stands (``where[i]``); a problem in
+    ``out`` for each entry that is not."""
+    for i, entry in enumerate(entries):
+        at = f"{where}[{i}]"
+        if isinstance(entry, Mapping):
+            yield at, entry
+        else:
+            out.append(f"{at}: expected an object")
+
+
+def turn_problems(
     messages: Sequence[object],
     check: Callable[[str, object, Mapping[str, Any], list[str]], ToolIds],
     out: list[str],
     *,
     alternate: bool,
+    call: str,
+    result: str,
 ) -> list[ToolIds]:
-    """Check every message of an Anthropic or Converse request (an object with a valid role, each checked
-    by ``check``), adding problems to ``out``; the call and result ids each message holds."""
+    """Check the messages of an Anthropic or Converse request, adding problems to ``out``: each an
+    object with a valid role (and checked by ``check``), every ``call`` answered exactly once by a
+    ``result`` in the very next message, no call id used twice. The call and result ids each message
+    holds."""
     found: list[ToolIds] = []
     previous = None
     for i, message in enumerate(messages):
@@ -71,7 +90,15 @@ def turn_ids(
         )
         previous = role
         found.append(check(where, role, message, out))
+    out.extend(adjacent_pairing(found, call=call, result=result))
+    out.extend(duplicates((pair for ids in found for pair in ids.calls), call))
     return found
+
+
+def undeclared(where: str, replayed: Iterable[str], declared: Iterable[object]) -> list[str]:
+    """A problem at ``where`` for every ``replayed`` tool name that is not among the ``declared`` ones."""
+    names = (name for name in declared if isinstance(name, str))
+    return [f"{where}: {name!r} is replayed but not declared" for name in missing_names(replayed, names)]
 
 
 def answer_problem(
@@ -121,6 +148,14 @@ def duplicates(ids: Iterable[tuple[str, str]], what: str) -> list[str]:
         else:
             first[value] = where
     return out
+
+
+def mismatch(where: str, what: str, value: object, pattern: re.Pattern[str], shown: str) -> list[str]:
+    """A problem when ``value`` (``what`` names it) is not a string ``pattern`` matches in full (``shown``
+    is how the provider writes the pattern)."""
+    if isinstance(value, str) and pattern.fullmatch(value):
+        return []
+    return [f"{where}: {what} {value!r} does not match {shown}"]
 
 
 def json_object(value: object) -> bool:

@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from turnmemory.providers._images import image_problems
-from turnmemory.providers._render import is_blank, missing_names
+from turnmemory.providers._render import is_blank
 from turnmemory.providers.anthropic import (
     IMAGE_TYPES,
     LOOKBACK,
@@ -21,7 +21,14 @@ from turnmemory.providers.anthropic import (
     shared_breakpoint,
     unmarked,
 )
-from turnmemory.providers.check._rules import ToolIds, adjacent_pairing, duplicates, json_object, turn_ids
+from turnmemory.providers.check._rules import (
+    ToolIds,
+    json_object,
+    mismatch,
+    objects,
+    turn_problems,
+    undeclared,
+)
 
 __all__ = ["lookback_problems", "problems"]
 
@@ -40,14 +47,13 @@ def problems(body: Mapping[str, Any], *, require_tools: bool | None = None) -> l
     messages = body.get("messages")
     if not isinstance(messages, list) or not messages:
         return [*out, "messages: expected a non-empty list"]
-    exchanges = turn_ids(messages, _message_problems, out, alternate=False)
-    ids = [call for exchange in exchanges for call in exchange.calls]
-    out.extend(adjacent_pairing(exchanges, call="tool_use", result="tool_result"))
-    out.extend(duplicates(ids, "tool_use"))
+    exchanges = turn_problems(
+        messages, _message_problems, out, alternate=False, call="tool_use", result="tool_result"
+    )
     out.extend(_final_problems(messages))
     out.extend(_cache_problems(body))
     if require_tools if require_tools is not None else ("model" in body or "tools" in body):
-        out.extend(_tools_problems(body, bool(ids)))
+        out.extend(_tools_problems(body, any(exchange.calls for exchange in exchanges)))
     return out
 
 
@@ -140,11 +146,7 @@ def _message_problems(where: str, role: object, message: Mapping[str, Any], out:
     calls: list[tuple[str, str]] = []
     results: list[tuple[str, str]] = []
     leading = True
-    for j, block in enumerate(content):
-        at = f"{where}.content[{j}]"
-        if not isinstance(block, Mapping):
-            out.append(f"{at}: expected an object")
-            continue
+    for at, block in objects(content, f"{where}.content", out):
         kind = block.get("type")
         if kind == "text":
             if not isinstance(block.get("text"), str) or is_blank(block["text"]):
@@ -153,10 +155,8 @@ def _message_problems(where: str, role: object, message: Mapping[str, Any], out:
             call_id, name = block.get("id"), block.get("name")
             if role != "assistant":
                 out.append(f"{at}: tool_use outside an assistant message")
-            if not isinstance(call_id, str) or not _ID.fullmatch(call_id):
-                out.append(f"{at}: tool_use id {call_id!r} does not match ^[a-zA-Z0-9_-]+$")
-            if not isinstance(name, str) or not _NAME.fullmatch(name):
-                out.append(f"{at}: tool_use name {name!r} does not match ^[a-zA-Z0-9_-]{{1,64}}$")
+            out.extend(mismatch(at, "tool_use id", call_id, _ID, "^[a-zA-Z0-9_-]+$"))
+            out.extend(mismatch(at, "tool_use name", name, _NAME, "^[a-zA-Z0-9_-]{1,64}$"))
             if not json_object(block.get("input")):
                 out.append(f"{at}: tool_use input must be an object")
             calls.append((at, str(call_id)))
@@ -205,8 +205,6 @@ def _tools_problems(body: Mapping[str, Any], has_calls: bool) -> list[str]:
         return []
     if not isinstance(tools, list) or not tools:
         return ["tools: missing, but the request holds tool_use blocks"]
-    declared = [tool.get("name") for tool in tools if isinstance(tool, Mapping)]
-    return [
-        f"tools: {name!r} is replayed but not declared"
-        for name in missing_names(replayed_tool_names(body), (n for n in declared if isinstance(n, str)))
-    ]
+    return undeclared(
+        "tools", replayed_tool_names(body), (t.get("name") for t in tools if isinstance(t, Mapping))
+    )

@@ -7,9 +7,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from turnmemory.providers._images import image_problems
-from turnmemory.providers._render import is_blank, missing_names
+from turnmemory.providers._render import is_blank
 from turnmemory.providers.bedrock import IMAGE_TYPES, MAX_IMAGE_BYTES, replayed_tool_names
-from turnmemory.providers.check._rules import ToolIds, adjacent_pairing, duplicates, json_object, turn_ids
+from turnmemory.providers.check._rules import ToolIds, json_object, mismatch, turn_problems, undeclared
 
 __all__ = ["problems"]
 
@@ -34,10 +34,9 @@ def problems(body: Mapping[str, Any], *, require_tools: bool | None = None) -> l
     messages = body.get("messages")
     if not isinstance(messages, list) or not messages:
         return [*out, "messages: expected a non-empty list"]
-    exchanges = turn_ids(messages, _message_problems, out, alternate=True)
-    ids = [call for exchange in exchanges for call in exchange.calls]
-    out.extend(adjacent_pairing(exchanges, call="toolUse", result="toolResult"))
-    out.extend(duplicates(ids, "toolUse"))
+    exchanges = turn_problems(
+        messages, _message_problems, out, alternate=True, call="toolUse", result="toolResult"
+    )
     if require_tools if require_tools is not None else ("modelId" in body or "toolConfig" in body):
         has_blocks = any(exchange.calls or exchange.results for exchange in exchanges)
         out.extend(_tool_config_problems(body, has_blocks))
@@ -76,31 +75,36 @@ def _message_problems(where: str, role: object, message: Mapping[str, Any], out:
             out.append(f"{at}: the text field is blank")
         if "image" in block:
             out.extend(_image_problems(f"{at}.image", block["image"]))
-        if "toolUse" in block:
-            use = block["toolUse"]
-            if role != "assistant":
-                out.append(f"{at}: toolUse outside an assistant message")
-            if not isinstance(use, Mapping):
-                out.append(f"{at}: toolUse must be an object")
-                continue
+        use = _tool_block(at, role, block, "toolUse", out)
+        if use is not None:
             call_id, name = use.get("toolUseId"), use.get("name")
-            if not isinstance(call_id, str) or not _ID.fullmatch(call_id):
-                out.append(f"{at}: toolUseId {call_id!r} does not match [a-zA-Z0-9_.:-]{{1,64}}")
-            if not isinstance(name, str) or not _NAME.fullmatch(name):
-                out.append(f"{at}: toolUse name {name!r} does not match [a-zA-Z0-9_-]{{1,64}}")
+            out.extend(mismatch(at, "toolUseId", call_id, _ID, _ID.pattern))
+            out.extend(mismatch(at, "toolUse name", name, _NAME, _NAME.pattern))
             if not json_object(use.get("input")):
                 out.append(f"{at}: toolUse input must be an object")
             calls.append((at, str(call_id)))
-        if "toolResult" in block:
-            result = block["toolResult"]
-            if role != "user":
-                out.append(f"{at}: toolResult outside a user message")
-            if not isinstance(result, Mapping):
-                out.append(f"{at}: toolResult must be an object")
-                continue
+        result = _tool_block(at, role, block, "toolResult", out)
+        if result is not None:
             out.extend(_result_problems(at, result))
             results.append((at, str(result.get("toolUseId"))))
     return ToolIds(tuple(calls), tuple(results))
+
+
+def _tool_block(
+    at: str, role: object, block: Mapping[str, Any], key: str, out: list[str]
+) -> Mapping[str, Any] | None:
+    """The ``toolUse`` (an assistant's) or ``toolResult`` (a user's) member ``key`` of ``block`` when it
+    holds an object, after a problem where it stands in the other role's message or is not an object."""
+    if key not in block:
+        return None
+    owner = "assistant" if key == "toolUse" else "user"
+    if role != owner:
+        out.append(f"{at}: {key} outside {'an' if owner == 'assistant' else 'a'} {owner} message")
+    member = block[key]
+    if isinstance(member, Mapping):
+        return member
+    out.append(f"{at}: {key} must be an object")
+    return None
 
 
 def _result_problems(at: str, result: Mapping[str, Any]) -> list[str]:
@@ -129,12 +133,6 @@ def _tool_config_problems(body: Mapping[str, Any], has_blocks: bool) -> list[str
         return [
             "toolConfig: must be defined, with at least one tool, when toolUse or toolResult blocks are present"
         ]
-    declared = (
-        tool["toolSpec"].get("name")
-        for tool in tools
-        if isinstance(tool, Mapping) and isinstance(tool.get("toolSpec"), Mapping)
-    )
-    return [
-        f"toolConfig: {name!r} is replayed but not declared"
-        for name in missing_names(replayed_tool_names(body), (n for n in declared if isinstance(n, str)))
-    ]
+    specs = (tool.get("toolSpec") for tool in tools if isinstance(tool, Mapping))
+    declared = (spec.get("name") for spec in specs if isinstance(spec, Mapping))
+    return undeclared("toolConfig", replayed_tool_names(body), declared)

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from turnmemory.providers._images import data_url_problems
-from turnmemory.providers.check._rules import Breakpoints, answer_problem, duplicates, is_json_text
+from turnmemory.providers.check._rules import Breakpoints, answer_problem, duplicates, is_json_text, objects
 from turnmemory.providers.openai_chat import IMAGE_TYPES, MAX_ID, MAX_IMAGE_BYTES
 
 __all__ = ["problems"]
@@ -36,11 +36,7 @@ def problems(body: Mapping[str, Any], *, require_tools: bool | None = None) -> l
     open_calls: dict[str, str] = {}
     answered: set[str] = set()
     marks = Breakpoints()
-    for i, message in enumerate(messages):
-        where = f"messages[{i}]"
-        if not isinstance(message, Mapping):
-            out.append(f"{where}: expected an object")
-            continue
+    for where, message in objects(messages, "messages", out):
         role = message.get("role")
         marks.on_item(where, message)
         marks.in_parts(f"{where}.content", message.get("content"), _MARKED_PARTS.get(role, ()))
@@ -96,11 +92,7 @@ def _assistant_problems(where: str, message: Mapping[str, Any], out: list[str]) 
         out.append(f"{where}.tool_calls: must be a non-empty list (omit the key when there are no calls)")
         return []
     found: list[tuple[str, str]] = []
-    for j, call in enumerate(calls):
-        at = f"{where}.tool_calls[{j}]"
-        if not isinstance(call, Mapping):
-            out.append(f"{at}: expected an object")
-            continue
+    for at, call in objects(calls, f"{where}.tool_calls", out):
         call_id, function = call.get("id"), call.get("function")
         if not isinstance(call_id, str) or not call_id or len(call_id) > MAX_ID:
             out.append(f"{at}: id {call_id!r} must be a string of 1 to {MAX_ID} characters")

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from turnmemory.providers._images import data_url_problems
-from turnmemory.providers.check._rules import Breakpoints, answer_problem, duplicates, is_json_text
+from turnmemory.providers.check._rules import Breakpoints, answer_problem, duplicates, is_json_text, objects
 from turnmemory.providers.openai_responses import IMAGE_TYPES, MAX_CALL_ID, MAX_IMAGE_BYTES
 
 __all__ = ["problems"]
@@ -48,11 +48,7 @@ def problems(body: Mapping[str, Any], *, require_tools: bool | None = None) -> l
     open_calls: dict[str, str] = {}
     answered: set[str] = set()
     marks = Breakpoints()
-    for i, item in enumerate(items):
-        where = f"input[{i}]"
-        if not isinstance(item, Mapping):
-            out.append(f"{where}: expected an object")
-            continue
+    for where, item in objects(items, "input", out):
         kind = item.get("type", "message" if "role" in item else None)
         marks.on_item(where, item)
         if kind == "function_call_output":
