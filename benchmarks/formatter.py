@@ -5,9 +5,11 @@
 For each session length, one ``Formatter()`` per provider builds the requests of the conversation's last
 ``--turns`` turns (each request the history up to a user message); the table gives the least cost per
 new turn, one copy of the list the request returns (what every request costs at least: the list is the
-caller's; both timed from cold CPU caches), what remains beyond that copy, the same as a multiple of
-the shortest session's, the release of the previous request's list (timed apart: it touches every item
-as a copy does), and a cold ``to_request`` of the whole session. Flat means the "beyond the copy" column does not grow with the
+caller's; both timed from cold CPU caches, each made after its previous one was released), what
+remains beyond that copy, the same as a multiple of the shortest session's, the minor page faults of a
+request and of a copy (means per turn: fresh pages the allocator hands out), the release of the
+previous request's list (timed apart: it touches every item as a copy does), and a cold
+``to_request`` of the whole session. Flat means the "beyond the copy" column does not grow with the
 session. Absolute times drift between machines and with load: read the ratios.
 """
 
@@ -16,6 +18,7 @@ from __future__ import annotations
 import argparse
 import gc
 import platform
+import resource
 import time
 from typing import Any
 
@@ -33,20 +36,29 @@ def cold_caches() -> None:
     CACHE_SIZED.upper()
 
 
-def per_turn(module: Any, history: list[Any], turns: int) -> tuple[float, float, float, int]:
-    """The least seconds, over the last ``turns``, of a new turn's request, of one copy of its item
-    list and of releasing the previous request, and the number of items of the last request.
+def page_faults() -> int:
+    """The minor page faults of this process so far (a fresh page the allocator hands out costs one)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_minflt
 
-    Each is timed alone from cold CPU caches: the previous request is released before the new one is
-    built (releasing a list touches every item it holds, as copying one does: it is the caller's cost,
-    with the copy, and is shown apart)."""
+
+def per_turn(module: Any, history: list[Any], turns: int) -> tuple[float, float, float, float, float, int]:
+    """The least seconds, over the last ``turns``, of a new turn's request, of one copy of its item
+    list and of releasing the previous request; the page faults per request and per copy (means); and
+    the number of items of the last request.
+
+    Each is timed alone from cold CPU caches, and the request and the copy the same way: each new one
+    is made after the previous one is released, so both get the memory the allocator hands back for a
+    list of that size (releasing a list touches every item it holds, as copying one does: it is the
+    caller's cost, with the copy, and is shown apart)."""
     formatter = module.Formatter()
     last = len(history) - 1  # the final user message of the session
     ends = range(last - 2 * turns, last + 1, 2)  # each request ends with a user message
     request = formatter.to_request(history[: ends[0] + 1])
+    copy = list(request[module.ITEMS])
     builds: list[float] = []
     copies: list[float] = []
     releases: list[float] = []
+    faults = [0, 0]
     for end in ends[1:]:
         messages = history[: end + 1]
         gc.disable()
@@ -55,16 +67,26 @@ def per_turn(module: Any, history: list[Any], turns: int) -> tuple[float, float,
         del request
         releases.append(time.perf_counter() - start)
         cold_caches()
-        start = time.perf_counter()
+        before, start = page_faults(), time.perf_counter()
         request = formatter.to_request(messages)
         builds.append(time.perf_counter() - start)
+        faults[0] += page_faults() - before
+        del copy
         cold_caches()
-        start = time.perf_counter()
+        before, start = page_faults(), time.perf_counter()
         copy = list(request[module.ITEMS])
         copies.append(time.perf_counter() - start)
-        del copy
+        faults[1] += page_faults() - before
         gc.enable()
-    return min(builds), min(copies), min(releases), len(request[module.ITEMS])
+    del copy
+    return (
+        min(builds),
+        min(copies),
+        min(releases),
+        faults[0] / turns,
+        faults[1] / turns,
+        len(request[module.ITEMS]),
+    )
 
 
 def main() -> None:
@@ -83,7 +105,7 @@ def main() -> None:
         history = synthetic.session(size)
         for name in providers.PROVIDERS:
             module = getattr(providers, name)
-            build, copy, release, items = per_turn(module, history, args.turns)
+            build, copy, release, build_faults, copy_faults, items = per_turn(module, history, args.turns)
             beyond = max(build - copy, 1e-9)
             base = first.setdefault(name, beyond)
             cold = best_of(lambda m=module, h=history: m.to_request(h), repeat=1 if size > 1000 else 3)
@@ -96,6 +118,7 @@ def main() -> None:
                     fmt_time(copy),
                     fmt_time(beyond),
                     f"{beyond / base:.1f}x",
+                    f"{build_faults:.0f} / {copy_faults:.0f}",
                     fmt_time(release),
                     fmt_time(cold),
                     f"{cold / build:.0f}x",
@@ -111,6 +134,7 @@ def main() -> None:
             "one list copy",
             "beyond the copy",
             f"beyond / at {sizes[0]:,}",
+            "page faults: turn / copy",
             "release of the previous",
             "cold",
             "cold / turn",

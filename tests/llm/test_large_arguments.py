@@ -43,8 +43,8 @@ CAP = 64_000
 WHOLE = ("gemini", "openai_responses")
 """Wires that deliver a call's arguments whole in one event as well as (or instead of) in fragments."""
 SERVE = (
-    "import sys, turnmemory.testing._wire as wire\n"
-    "wire._JSON_PIECE = 4096\n"
+    "import sys, turnmemory.testing._chunks as chunks\n"
+    "chunks._JSON_PIECE = 4096\n"
     "from turnmemory.testing.__main__ import main\n"
     "sys.exit(main(sys.argv[1:]))\n"
 )

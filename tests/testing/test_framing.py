@@ -9,9 +9,10 @@ from botocore.eventstream import EventStreamBuffer
 from hypothesis import given
 from hypothesis import strategies as st
 
+from turnmemory.testing._chunks import json_pieces, text_pieces
 from turnmemory.testing._eventstream import encode_message, event_message, exception_message
 from turnmemory.testing._sse import DONE, sse
-from turnmemory.testing._wire import Frame, cut_point, json_pieces, text_pieces
+from turnmemory.testing._wire import Frame, cut_point
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.text(max_size=10),

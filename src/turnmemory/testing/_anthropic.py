@@ -7,46 +7,16 @@ Reasoning becomes a ``thinking`` block with a signature, text a ``text`` block, 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, ClassVar
 
+from turnmemory.testing._chunks import json_pieces, text_pieces
 from turnmemory.testing._script import Failure, Reply, Usage
 from turnmemory.testing._sse import sse
-from turnmemory.testing._wire import (
-    Exchange,
-    Frame,
-    FramePart,
-    JsonAnswer,
-    Route,
-    error_kind,
-    json_pieces,
-    text_pieces,
-)
+from turnmemory.testing._wire import Exchange, Frame, FramePart, JsonAnswer, WireProtocol, error_kind
 
 __all__ = ["ANTHROPIC", "Anthropic"]
-
-_ERROR_TYPES = {
-    400: "invalid_request_error",
-    401: "authentication_error",
-    402: "billing_error",
-    403: "permission_error",
-    404: "not_found_error",
-    408: "timeout_error",
-    409: "conflict_error",
-    413: "request_too_large",
-    429: "rate_limit_error",
-    500: "api_error",
-    504: "timeout_error",
-    529: "overloaded_error",
-}
-_STOP_REASONS = {"content_filter": "refusal"}
-_CONTEXT_OVERFLOW = "prompt is too long: 250000 tokens > 200000 maximum"
-
-
-def _error_object(failure: Failure) -> dict[str, Any]:
-    kind = error_kind(failure, _ERROR_TYPES, "invalid_request_error", "api_error")
-    message = _CONTEXT_OVERFLOW if failure.context_overflow else failure.message
-    return {"type": "error", "error": {"type": kind, "message": message}}
 
 
 def _usage(usage: Usage, output_tokens: int) -> dict[str, int]:
@@ -99,20 +69,37 @@ def _block_frames(index: int, block: Mapping[str, Any]) -> list[Frame]:
     return [opening, *deltas, _frame({"type": "content_block_stop", "index": index})]
 
 
-class Anthropic:
+_ERROR_TYPES = {
+    400: "invalid_request_error",
+    401: "authentication_error",
+    402: "billing_error",
+    403: "permission_error",
+    404: "not_found_error",
+    408: "timeout_error",
+    409: "conflict_error",
+    413: "request_too_large",
+    429: "rate_limit_error",
+    500: "api_error",
+    504: "timeout_error",
+    529: "overloaded_error",
+}
+
+
+class Anthropic(WireProtocol):
     """The Messages API wire format."""
 
     name = "anthropic"
-    stream_content_type = "text/event-stream"
+    routes = re.compile("/v1/messages")
+    credentials = ("x-api-key", "authorization")
+    stop_reasons: ClassVar[Mapping[str, str]] = {"content_filter": "refusal"}
+    context_overflow = "prompt is too long: 250000 tokens > 200000 maximum"
 
-    def route(self, path: str) -> Route | None:
-        return Route() if path == "/v1/messages" else None
-
-    def authorized(self, headers: Mapping[str, str], query: str) -> bool:
-        return "x-api-key" in headers or "authorization" in headers
+    def _error_object(self, failure: Failure) -> dict[str, Any]:
+        kind = error_kind(failure, _ERROR_TYPES, "invalid_request_error", "api_error")
+        return {"type": "error", "error": {"type": kind, "message": self.failure_message(failure)}}
 
     def error(self, failure: Failure) -> JsonAnswer:
-        return JsonAnswer(failure.status, _error_object(failure))
+        return JsonAnswer(failure.status, self._error_object(failure))
 
     def _shell(self, reply: Reply, exchange: Exchange, content: list[dict[str, Any]]) -> dict[str, Any]:
         return {
@@ -130,7 +117,7 @@ class Anthropic:
         usage = reply.token_usage
         return {
             **self._shell(reply, exchange, _blocks(reply, exchange)),
-            "stop_reason": _STOP_REASONS.get(reply.stop_reason, reply.stop_reason),
+            "stop_reason": self.stop_reason(reply),
             "usage": _usage(usage, usage.output_tokens),
         }
 
@@ -141,14 +128,14 @@ class Anthropic:
         ]
         for index, block in enumerate(_blocks(reply, exchange)):
             frames += _block_frames(index, block)
-        stop = {"stop_reason": _STOP_REASONS.get(reply.stop_reason, reply.stop_reason), "stop_sequence": None}
+        stop = {"stop_reason": self.stop_reason(reply), "stop_sequence": None}
         usage = {"output_tokens": reply.token_usage.output_tokens}
         frames.append(_frame({"type": "message_delta", "delta": stop, "usage": usage}))
         frames.append(_frame({"type": "message_stop"}))
         return frames
 
     def stream_error(self, failure: Failure, exchange: Exchange, sent: int) -> list[Frame]:
-        return [_frame(_error_object(failure))]
+        return [_frame(self._error_object(failure))]
 
 
 ANTHROPIC = Anthropic()

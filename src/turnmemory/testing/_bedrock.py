@@ -10,25 +10,15 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import Any
-from urllib.parse import unquote
+from typing import Any, ClassVar
 
+from turnmemory.testing._chunks import json_pieces, text_pieces
 from turnmemory.testing._eventstream import CONTENT_TYPE, event_message, exception_message
 from turnmemory.testing._script import Failure, Reply, Usage
-from turnmemory.testing._wire import (
-    Exchange,
-    Frame,
-    FramePart,
-    JsonAnswer,
-    Route,
-    error_kind,
-    json_pieces,
-    text_pieces,
-)
+from turnmemory.testing._wire import Exchange, Frame, FramePart, JsonAnswer, WireProtocol, error_kind
 
 __all__ = ["BEDROCK", "Bedrock"]
 
-_PATH = re.compile(r"/model/(?P<model>[^/]+)/(?P<operation>converse|converse-stream)")
 _EXCEPTIONS = {
     400: "ValidationException",
     401: "UnrecognizedClientException",
@@ -46,12 +36,6 @@ _STREAM_EXCEPTIONS = {
     429: "throttlingException",
     503: "serviceUnavailableException",
 }
-_STOP_REASONS = {"content_filter": "content_filtered"}
-_CONTEXT_OVERFLOW = "Input is too long for requested model."
-
-
-def _body(failure: Failure) -> dict[str, str]:
-    return {"message": _CONTEXT_OVERFLOW if failure.context_overflow else failure.message}
 
 
 def _http_exception(failure: Failure) -> str:
@@ -74,10 +58,6 @@ def _usage(usage: Usage) -> dict[str, int]:
         "cacheReadInputTokens": usage.cached_tokens,
         "cacheWriteInputTokens": usage.cache_write_tokens,
     }
-
-
-def _stop_reason(reply: Reply) -> str:
-    return _STOP_REASONS.get(reply.stop_reason, reply.stop_reason)
 
 
 def _blocks(reply: Reply, exchange: Exchange) -> list[dict[str, Any]]:
@@ -120,28 +100,25 @@ def _block_events(index: int, block: Mapping[str, Any], arguments: str) -> list[
     return frames
 
 
-class Bedrock:
+class Bedrock(WireProtocol):
     """The Bedrock Runtime Converse wire format."""
 
     name = "bedrock"
+    routes = re.compile(r"/model/(?P<model>[^/]+)/converse(?P<stream>-stream)?")
     stream_content_type = CONTENT_TYPE
+    stop_reasons: ClassVar[Mapping[str, str]] = {"content_filter": "content_filtered"}
+    context_overflow = "Input is too long for requested model."
 
-    def route(self, path: str) -> Route | None:
-        match = _PATH.fullmatch(path)
-        if match is None:
-            return None
-        return Route(stream=match["operation"] == "converse-stream", model=unquote(match["model"]))
-
-    def authorized(self, headers: Mapping[str, str], query: str) -> bool:
-        return "authorization" in headers
+    def _body(self, failure: Failure) -> dict[str, str]:
+        return {"message": self.failure_message(failure)}
 
     def error(self, failure: Failure) -> JsonAnswer:
-        return JsonAnswer(failure.status, _body(failure), {"x-amzn-ErrorType": _http_exception(failure)})
+        return JsonAnswer(failure.status, self._body(failure), {"x-amzn-ErrorType": _http_exception(failure)})
 
     def message(self, reply: Reply, exchange: Exchange) -> Mapping[str, Any]:
         return {
             "output": {"message": {"role": "assistant", "content": _blocks(reply, exchange)}},
-            "stopReason": _stop_reason(reply),
+            "stopReason": self.stop_reason(reply),
             "usage": _usage(reply.token_usage),
             "metrics": {"latencyMs": 1},
         }
@@ -152,12 +129,12 @@ class Bedrock:
         for index, block in enumerate(_blocks(reply, exchange)):
             arguments = next(calls).arguments_json if "toolUse" in block else ""
             frames += _block_events(index, block, arguments)
-        frames.append(_event("messageStop", {"stopReason": _stop_reason(reply)}))
+        frames.append(_event("messageStop", {"stopReason": self.stop_reason(reply)}))
         frames.append(_event("metadata", {"usage": _usage(reply.token_usage), "metrics": {"latencyMs": 1}}))
         return frames
 
     def stream_error(self, failure: Failure, exchange: Exchange, sent: int) -> list[Frame]:
-        return [Frame(exception_message(_stream_exception(failure), _body(failure)))]
+        return [Frame(exception_message(_stream_exception(failure), self._body(failure)))]
 
 
 BEDROCK = Bedrock()

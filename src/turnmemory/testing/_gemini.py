@@ -10,46 +10,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import Any
-from urllib.parse import unquote
+from typing import Any, ClassVar
 
+from turnmemory.testing._chunks import text_pieces
 from turnmemory.testing._script import Failure, Reply, Usage
 from turnmemory.testing._sse import sse
-from turnmemory.testing._wire import Exchange, Frame, JsonAnswer, Route, error_kind, text_pieces
+from turnmemory.testing._wire import Exchange, Frame, JsonAnswer, WireProtocol, error_kind
 
 __all__ = ["GEMINI", "Gemini"]
-
-_PATH = re.compile(
-    r"(?:/v1|/v1beta|/v1alpha)?/models/(?P<model>[^/:]+):(?P<method>generateContent|streamGenerateContent)"
-)
-_STATUSES = {
-    400: "INVALID_ARGUMENT",
-    401: "UNAUTHENTICATED",
-    403: "PERMISSION_DENIED",
-    404: "NOT_FOUND",
-    408: "DEADLINE_EXCEEDED",
-    409: "ABORTED",
-    429: "RESOURCE_EXHAUSTED",
-    499: "CANCELLED",
-    500: "INTERNAL",
-    501: "UNIMPLEMENTED",
-    503: "UNAVAILABLE",
-    504: "DEADLINE_EXCEEDED",
-}
-_FINISH_REASONS = {
-    "end_turn": "STOP",
-    "tool_use": "STOP",
-    "max_tokens": "MAX_TOKENS",
-    "content_filter": "SAFETY",
-}
-_CONTEXT_OVERFLOW = "The input token count (250000) exceeds the maximum number of tokens allowed (200000)."
-
-
-def _error_object(failure: Failure) -> dict[str, Any]:
-    status = error_kind(failure, _STATUSES, "INVALID_ARGUMENT", "INTERNAL")
-    if failure.context_overflow:
-        return {"error": {"code": failure.status, "message": _CONTEXT_OVERFLOW, "status": "INVALID_ARGUMENT"}}
-    return {"error": {"code": failure.status, "message": failure.message, "status": status}}
 
 
 def _usage(usage: Usage) -> dict[str, int]:
@@ -86,23 +54,52 @@ def _parts(reply: Reply, exchange: Exchange, pieces: bool) -> list[dict[str, Any
     return parts
 
 
-class Gemini:
+_STATUSES = {
+    400: "INVALID_ARGUMENT",
+    401: "UNAUTHENTICATED",
+    403: "PERMISSION_DENIED",
+    404: "NOT_FOUND",
+    408: "DEADLINE_EXCEEDED",
+    409: "ABORTED",
+    429: "RESOURCE_EXHAUSTED",
+    499: "CANCELLED",
+    500: "INTERNAL",
+    501: "UNIMPLEMENTED",
+    503: "UNAVAILABLE",
+    504: "DEADLINE_EXCEEDED",
+}
+
+
+class Gemini(WireProtocol):
     """The Gemini API wire format (google-genai's requests)."""
 
     name = "gemini"
-    stream_content_type = "text/event-stream"
-
-    def route(self, path: str) -> Route | None:
-        match = _PATH.fullmatch(path)
-        if match is None:
-            return None
-        return Route(stream=match["method"] == "streamGenerateContent", model=unquote(match["model"]))
+    routes = re.compile(
+        r"(?:/v1|/v1beta|/v1alpha)?/models/(?P<model>[^/:]+)"
+        r":(?:generateContent|(?P<stream>streamGenerateContent))"
+    )
+    credentials = ("x-goog-api-key", "authorization")
+    stop_reasons: ClassVar[Mapping[str, str]] = {
+        "end_turn": "STOP",
+        "tool_use": "STOP",
+        "max_tokens": "MAX_TOKENS",
+        "content_filter": "SAFETY",
+    }
+    context_overflow = "The input token count (250000) exceeds the maximum number of tokens allowed (200000)."
 
     def authorized(self, headers: Mapping[str, str], query: str) -> bool:
-        return "x-goog-api-key" in headers or "authorization" in headers or "key=" in query
+        return super().authorized(headers, query) or "key=" in query
+
+    def _error_object(self, failure: Failure) -> dict[str, Any]:
+        status = (
+            "INVALID_ARGUMENT"
+            if failure.context_overflow
+            else error_kind(failure, _STATUSES, "INVALID_ARGUMENT", "INTERNAL")
+        )
+        return {"error": {"code": failure.status, "message": self.failure_message(failure), "status": status}}
 
     def error(self, failure: Failure) -> JsonAnswer:
-        return JsonAnswer(failure.status, _error_object(failure))
+        return JsonAnswer(failure.status, self._error_object(failure))
 
     def _response(
         self, exchange: Exchange, parts: list[dict[str, Any]] | None, **candidate: Any
@@ -115,7 +112,7 @@ class Gemini:
         }
 
     def _closing(self, reply: Reply) -> dict[str, Any]:
-        return {"finishReason": _FINISH_REASONS.get(reply.stop_reason, reply.stop_reason)}
+        return {"finishReason": self.stop_reason(reply)}
 
     def message(self, reply: Reply, exchange: Exchange) -> Mapping[str, Any]:
         parts = _parts(reply, exchange, pieces=False)
@@ -134,7 +131,7 @@ class Gemini:
         return frames
 
     def stream_error(self, failure: Failure, exchange: Exchange, sent: int) -> list[Frame]:
-        return [Frame(sse(_error_object(failure)))]
+        return [Frame(sse(self._error_object(failure)))]
 
 
 GEMINI = Gemini()

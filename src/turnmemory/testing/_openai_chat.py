@@ -7,29 +7,18 @@ The final usage chunk (``choices: []``) comes only with ``stream_options.include
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, ClassVar
 
+from turnmemory.testing._chunks import json_pieces, text_pieces
 from turnmemory.testing._openai_common import openai_error
 from turnmemory.testing._script import Failure, Reply, Usage
 from turnmemory.testing._sse import DONE, sse
-from turnmemory.testing._wire import (
-    Exchange,
-    Frame,
-    FramePart,
-    JsonAnswer,
-    Route,
-    json_pieces,
-    text_pieces,
-)
+from turnmemory.testing._wire import Exchange, Frame, FramePart, JsonAnswer, WireProtocol
 
 __all__ = ["OPENAI_CHAT", "OpenAIChat"]
 
-_FINISH_REASONS = {"end_turn": "stop", "tool_use": "tool_calls", "max_tokens": "length"}
-_CONTEXT_OVERFLOW = (
-    "This model's maximum context length is 128000 tokens. However, your messages resulted in 250000 tokens. "
-    "Please reduce the length of the messages."
-)
 _CREATED = 1_700_000_000
 
 
@@ -46,10 +35,6 @@ def _usage(usage: Usage) -> dict[str, Any]:
     }
 
 
-def _finish_reason(reply: Reply) -> str:
-    return _FINISH_REASONS.get(reply.stop_reason, reply.stop_reason)
-
-
 def _tool_calls(reply: Reply, exchange: Exchange) -> list[dict[str, Any]]:
     return [
         {
@@ -61,20 +46,26 @@ def _tool_calls(reply: Reply, exchange: Exchange) -> list[dict[str, Any]]:
     ]
 
 
-class OpenAIChat:
+class OpenAIChat(WireProtocol):
     """The Chat Completions wire format."""
 
     name = "openai_chat"
-    stream_content_type = "text/event-stream"
+    routes = re.compile("/v1/chat/completions")
+    stop_reasons: ClassVar[Mapping[str, str]] = {
+        "end_turn": "stop",
+        "tool_use": "tool_calls",
+        "max_tokens": "length",
+    }
+    context_overflow = (
+        "This model's maximum context length is 128000 tokens. However, your messages resulted in 250000 "
+        "tokens. Please reduce the length of the messages."
+    )
 
-    def route(self, path: str) -> Route | None:
-        return Route() if path == "/v1/chat/completions" else None
-
-    def authorized(self, headers: Mapping[str, str], query: str) -> bool:
-        return "authorization" in headers
+    def _error_object(self, failure: Failure) -> dict[str, Any]:
+        return {"error": openai_error(failure, self.context_overflow, "messages")}
 
     def error(self, failure: Failure) -> JsonAnswer:
-        return JsonAnswer(failure.status, {"error": openai_error(failure, _CONTEXT_OVERFLOW, "messages")})
+        return JsonAnswer(failure.status, self._error_object(failure))
 
     def _envelope(self, exchange: Exchange, kind: str, choices: list[dict[str, Any]]) -> dict[str, Any]:
         return {
@@ -95,7 +86,7 @@ class OpenAIChat:
             message["reasoning_content"] = reply.reasoning
         if reply.tool_calls:
             message["tool_calls"] = _tool_calls(reply, exchange)
-        choice = {"index": 0, "message": message, "finish_reason": _finish_reason(reply), "logprobs": None}
+        choice = {"index": 0, "message": message, "finish_reason": self.stop_reason(reply), "logprobs": None}
         return {**self._envelope(exchange, "chat.completion", [choice]), "usage": _usage(reply.token_usage)}
 
     def _chunk(
@@ -120,7 +111,7 @@ class OpenAIChat:
             for piece in json_pieces(function["arguments"]):
                 fragment = {"index": index, "function": {"arguments": piece}}
                 frames.append(self._chunk(exchange, {"tool_calls": [fragment]}, "content"))
-        frames.append(self._chunk(exchange, {}, "other", _finish_reason(reply)))
+        frames.append(self._chunk(exchange, {}, "other", self.stop_reason(reply)))
         options = exchange.body.get("stream_options")
         if isinstance(options, Mapping) and options.get("include_usage") is True:
             usage_chunk = {
@@ -132,7 +123,7 @@ class OpenAIChat:
         return frames
 
     def stream_error(self, failure: Failure, exchange: Exchange, sent: int) -> list[Frame]:
-        return [Frame(sse({"error": openai_error(failure, _CONTEXT_OVERFLOW, "messages")}))]
+        return [Frame(sse(self._error_object(failure)))]
 
 
 OPENAI_CHAT = OpenAIChat()

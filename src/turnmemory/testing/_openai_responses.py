@@ -10,19 +10,18 @@ Stops other than ``end_turn``/``tool_use`` end with ``response.incomplete``.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
+from turnmemory.testing._chunks import json_pieces, text_pieces
 from turnmemory.testing._openai_common import openai_error
 from turnmemory.testing._script import Failure, Reply, Usage
 from turnmemory.testing._sse import sse
-from turnmemory.testing._wire import Exchange, Frame, FramePart, JsonAnswer, Route, json_pieces, text_pieces
+from turnmemory.testing._wire import Exchange, Frame, FramePart, JsonAnswer, WireProtocol
 
 __all__ = ["OPENAI_RESPONSES", "OpenAIResponses"]
 
-_CONTEXT_OVERFLOW = (
-    "Your input exceeds the context window of this model. Please adjust your input and try again."
-)
 _INCOMPLETE_REASONS = {"max_tokens": "max_output_tokens"}
 _CREATED = 1_700_000_000
 
@@ -168,20 +167,17 @@ def _frames(events: list[StreamEvent], first: int = 0) -> list[Frame]:
     ]
 
 
-class OpenAIResponses:
+class OpenAIResponses(WireProtocol):
     """The Responses API wire format."""
 
     name = "openai_responses"
-    stream_content_type = "text/event-stream"
-
-    def route(self, path: str) -> Route | None:
-        return Route() if path == "/v1/responses" else None
-
-    def authorized(self, headers: Mapping[str, str], query: str) -> bool:
-        return "authorization" in headers
+    routes = re.compile("/v1/responses")
+    context_overflow = (
+        "Your input exceeds the context window of this model. Please adjust your input and try again."
+    )
 
     def error(self, failure: Failure) -> JsonAnswer:
-        return JsonAnswer(failure.status, {"error": openai_error(failure, _CONTEXT_OVERFLOW, "input")})
+        return JsonAnswer(failure.status, {"error": openai_error(failure, self.context_overflow, "input")})
 
     def _response(
         self, exchange: Exchange, status: str, output: list[dict[str, Any]], **extra: Any
@@ -230,7 +226,7 @@ class OpenAIResponses:
         return _frames(events)
 
     def stream_error(self, failure: Failure, exchange: Exchange, sent: int) -> list[Frame]:
-        error = openai_error(failure, _CONTEXT_OVERFLOW, "input")
+        error = openai_error(failure, self.context_overflow, "input")
         code = error["code"] or error["type"]
         failed = self._response(exchange, "failed", [], error={"code": code, "message": error["message"]})
         events: list[StreamEvent] = [

@@ -1,7 +1,8 @@
 """Script items of the fake provider server: what each request gets answered with.
 
 One item answers one HTTP request on whichever provider route it arrives, so the same script drives
-all five wire protocols. Items are small frozen values; ``parse_script`` reads them from JSON.
+all five wire protocols. Items are small frozen values; ``parse_script`` reads them from JSON. The
+package exports them (its ``__all__`` lists them, once).
 """
 
 from __future__ import annotations
@@ -12,20 +13,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Literal, TypeAlias, get_args
-
-__all__ = [
-    "EDIT_OPS",
-    "STOP_REASONS",
-    "Failure",
-    "Hang",
-    "Reply",
-    "ScriptItem",
-    "StreamEdit",
-    "ToolCall",
-    "Usage",
-    "load_script",
-    "parse_script",
-]
 
 STOP_REASONS = ("end_turn", "tool_use", "max_tokens", "content_filter")
 """Provider-neutral stop reasons that every protocol maps to its own wording."""

@@ -1,4 +1,4 @@
-"""What every protocol module shares: the answer types, the per-request context and chunking.
+"""What every protocol module shares: the protocol base class, the answer types and the per-request context.
 
 A protocol turns a script item into either a JSON answer or a list of stream frames; the server
 writes them. Frames are tagged so the server can cut a stream after its N-th content delta
@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import base64
 import re
+from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import Any, ClassVar, Literal
+from urllib.parse import unquote
 
 from turnmemory.testing._script import Failure, Reply, StreamEdit, ToolCall
 
@@ -25,8 +27,6 @@ __all__ = [
     "apply_edits",
     "cut_point",
     "error_kind",
-    "json_pieces",
-    "text_pieces",
 ]
 
 FramePart = Literal["opening", "content", "other"]
@@ -79,27 +79,61 @@ class Exchange:
         return base64.b64encode(f"fake-{what}-{self.number:03d}".encode()).decode()
 
 
-class WireProtocol(Protocol):
-    """One provider's wire format, as the server drives it."""
+class WireProtocol(ABC):
+    """One provider's wire format, as the server drives it.
 
-    name: str
-    stream_content_type: str
+    What every wire does the same way is here; a wire's module subclasses it with what is special
+    about that wire: its name and routes, the headers it takes for credentials, its words for stop
+    reasons and for a context overflow, and its answers.
+    """
+
+    name: ClassVar[str]
+    routes: ClassVar[re.Pattern[str]]
+    """The wire's request paths (without query). A ``model`` group names the model, and then a
+    ``stream`` group matches on the streaming route only; without them the body's ``stream`` flag
+    decides."""
+    credentials: ClassVar[tuple[str, ...]] = ("authorization",)
+    """The request headers (lower case) the real API would look at for a credential."""
+    stream_content_type: ClassVar[str] = "text/event-stream"
+    stop_reasons: ClassVar[Mapping[str, str]] = {}
+    """The wire's words for the provider-neutral stop reasons; any other is sent verbatim."""
+    context_overflow: ClassVar[str]
+    """The wire's context-length error message."""
 
     def route(self, path: str) -> Route | None:
         """Whether the request path (without query) is this protocol's, and what it says."""
+        match = self.routes.fullmatch(path)
+        if match is None:
+            return None
+        if "model" not in self.routes.groupindex:
+            return Route()
+        return Route(stream=match["stream"] is not None, model=unquote(match["model"]))
 
     def authorized(self, headers: Mapping[str, str], query: str) -> bool:
         """Whether the request carries a credential the real API would look at."""
+        return any(name in headers for name in self.credentials)
 
+    def stop_reason(self, reply: Reply) -> str:
+        """The reply's stop reason in the wire's words."""
+        return self.stop_reasons.get(reply.stop_reason, reply.stop_reason)
+
+    def failure_message(self, failure: Failure) -> str:
+        """The message of a failure: the wire's own for a context overflow."""
+        return self.context_overflow if failure.context_overflow else failure.message
+
+    @abstractmethod
     def error(self, failure: Failure) -> JsonAnswer:
         """The provider's HTTP error answer for a failure."""
 
+    @abstractmethod
     def message(self, reply: Reply, exchange: Exchange) -> Mapping[str, Any]:
         """The provider's complete (non-stream) response body for a reply."""
 
+    @abstractmethod
     def stream(self, reply: Reply, exchange: Exchange) -> list[Frame]:
         """The provider's whole stream for a reply."""
 
+    @abstractmethod
     def stream_error(self, failure: Failure, exchange: Exchange, sent: int) -> list[Frame]:
         """The provider's in-stream error event(s), following ``sent`` frames already written."""
 
@@ -157,22 +191,6 @@ def apply_edits(frames: list[Frame], edits: Sequence[StreamEdit]) -> tuple[list[
             elif index + 1 < len(frames):
                 frames[index], frames[index + 1] = frames[index + 1], frame
     return frames, True
-
-
-_WORD = re.compile(r"\s*\S+\s*|\s+")
-
-
-def text_pieces(text: str) -> list[str]:
-    """Split text into the deltas a stream sends: one word with its surrounding spaces each."""
-    return _WORD.findall(text)
-
-
-_JSON_PIECE = 16
-
-
-def json_pieces(text: str) -> list[str]:
-    """Split argument JSON into fragments of up to 16 characters (at least one fragment)."""
-    return [text[i : i + _JSON_PIECE] for i in range(0, len(text), _JSON_PIECE)] or [""]
 
 
 def error_kind(failure: Failure, by_status: Mapping[int, str], client: str, server: str) -> str:
