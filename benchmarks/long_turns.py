@@ -24,15 +24,8 @@ from typing import Any
 
 from turnmemory.llm import CLEARED, Client, ToolResult, ToolSpec, open_client, open_counter
 from turnmemory.providers import PROVIDERS, wire
-from turnmemory.testing import FakeProviderServer, Reply, ToolCall
+from turnmemory.testing import MODELS, FakeProviderServer, Reply, ToolCall
 
-MODELS = {
-    "anthropic": "claude-sonnet-4-5",
-    "openai_chat": "gpt-4.1",
-    "openai_responses": "gpt-5",
-    "gemini": "gemini-2.5-pro",
-    "bedrock": "us.anthropic.claude-sonnet-4-5-20250929-v1:0",
-}
 READ = ToolSpec(
     "read_file",
     "Read a file.",

@@ -18,22 +18,14 @@ from tests.agent._support import PROVIDERS, Run, leaked_into
 from turnmemory.llm import CLEARED, open_counter
 from turnmemory.providers import wire
 from turnmemory.providers.check import check_request
-from turnmemory.testing import FakeProviderServer, Reply, ToolCall
+from turnmemory.testing import MODELS, FakeProviderServer, Reply, ToolCall
 
 WINDOW = 60_000
 RESERVE = 4096
 FILES = 40
+"""Distinct files the turn reads in a cycle, 2 to 4 KB each."""
 OVERSIZED = "OVERSIZED-ARGUMENT-5d1e"
 """Repeated into arguments past their size limit: nothing of them may be kept anywhere."""
-"""Distinct files the turn reads in a cycle, 2 to 4 KB each."""
-
-MODELS = {
-    "anthropic": "claude-sonnet-4-5",
-    "openai_chat": "gpt-4.1",
-    "openai_responses": "gpt-5",
-    "gemini": "gemini-2.5-pro",
-    "bedrock": "us.anthropic.claude-sonnet-4-5-20250929-v1:0",
-}
 
 
 def write_files(workspace: Path, small: bool = False) -> list[str]:
