@@ -27,7 +27,8 @@ from turnmemory.testing import FakeProviderServer, Reply, ToolCall
 
 PROVIDERS = ("anthropic", "openai_chat", "openai_responses", "gemini", "bedrock")
 Run = Callable[..., subprocess.CompletedProcess[str]]
-"""The ``cli`` fixture: ``cli(*args, expect=0, extra_env=None)`` runs ``turnmemory`` in the workspace."""
+"""The ``cli`` fixture: ``cli(*args, expect=0, extra_env=None, timeout=60)`` runs ``turnmemory`` in the
+workspace."""
 
 
 class RecordingView:
