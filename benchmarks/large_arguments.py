@@ -24,15 +24,8 @@ import time
 from pathlib import Path
 
 from turnmemory.providers import PROVIDERS
-from turnmemory.testing import FakeProviderServer, Reply, ToolCall
+from turnmemory.testing import MODELS, FakeProviderServer, Reply, ToolCall
 
-MODELS = {
-    "anthropic": "claude-sonnet-4-5",
-    "openai_chat": "gpt-4.1",
-    "openai_responses": "gpt-5",
-    "gemini": "gemini-2.5-pro",
-    "bedrock": "us.anthropic.claude-sonnet-4-5-20250929-v1:0",
-}
 LINE = "    total = compute(total, step)  # one line of a generated file\n"
 SECTIONS = {"bedrock": 'region = "us-east-1"\n', "gemini": 'api_key = "test-key"\n'}
 

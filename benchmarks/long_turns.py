@@ -7,7 +7,8 @@ the turn ran and how it ended, the longest turn that ends ``done`` (one call few
 turn overflowed: ask for more calls than fit to find it), how many results were cleared before the
 model read them, the tokens a call costs (its call and result and the messages that carry them, as
 sent) in full, cleared and folded (a folded batch's messages shared by its calls), and how many
-requests did not extend the one before (prompt-cache prefix rewrites) per 100 requests::
+requests did not extend the one before (prompt-cache prefix rewrites) per 100 requests, and the
+milliseconds of the turn per request (the client, its SDK and the server in one process)::
 
     .venv/bin/python benchmarks/long_turns.py [--calls N] [--windows 32000,60000,128000] [PROVIDER ...]
 
@@ -24,15 +25,8 @@ from typing import Any
 
 from turnmemory.llm import CLEARED, Client, ToolResult, ToolSpec, open_client, open_counter
 from turnmemory.providers import PROVIDERS, wire
-from turnmemory.testing import FakeProviderServer, Reply, ToolCall
+from turnmemory.testing import MODELS, FakeProviderServer, Reply, ToolCall
 
-MODELS = {
-    "anthropic": "claude-sonnet-4-5",
-    "openai_chat": "gpt-4.1",
-    "openai_responses": "gpt-5",
-    "gemini": "gemini-2.5-pro",
-    "bedrock": "us.anthropic.claude-sonnet-4-5-20250929-v1:0",
-}
 READ = ToolSpec(
     "read_file",
     "Read a file.",
@@ -128,9 +122,9 @@ def main() -> None:
     print(f"{args.calls} sequential calls, 2-4 KB results; tokens: {open_counter().unit}")
     print(
         "| provider | window | calls run | end | longest done | unread | tokens/call full / cleared / folded "
-        "| rewrites /100 req |"
+        "| rewrites /100 req | ms/req |"
     )
-    print("|---|---:|---:|---|---:|---:|---|---:|")
+    print("|---|---:|---:|---|---:|---:|---|---:|---:|")
     with FakeProviderServer() as server:
         for provider in args.providers:
             for window in windows:
@@ -144,7 +138,7 @@ def main() -> None:
                 longest = f"{r['calls']}" if r["end"] == "done" else f"{max(r['calls'] - 1, 0)}"
                 print(
                     f"| {provider} | {window:,} | {r['calls']} | {r['end']} | {longest} | {r['unread']} "
-                    f"| {shown} | {per100:.1f} |",
+                    f"| {shown} | {per100:.1f} | {1000 * r['seconds'] / (r['calls'] + 1):.0f} |",
                     flush=True,
                 )
 

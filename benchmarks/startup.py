@@ -33,16 +33,9 @@ from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 
-from turnmemory.testing import FakeProviderServer, Reply
+from turnmemory.testing import MODELS, FakeProviderServer, Reply
 
 PYTHON = sys.executable
-MODELS = {
-    "anthropic": "claude-sonnet-4-6",
-    "openai_chat": "gpt-4.1",
-    "openai_responses": "gpt-5",
-    "gemini": "gemini-2.5-flash",
-    "bedrock": "anthropic.claude-sonnet-4-5",
-}
 SDK_IMPORTS = {
     "anthropic": "import anthropic",
     "openai_chat": "import openai",

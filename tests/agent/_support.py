@@ -22,19 +22,13 @@ from turnmemory.agent.config import AgentConfig, credentials
 from turnmemory.agent.permissions import Access, Permissions, parse_rules
 from turnmemory.llm import Client, Event, RetryPolicy, open_client
 from turnmemory.memory import Message
+from turnmemory.testing import MODELS as MODELS  # the table the agent tests import from here
 from turnmemory.testing import FakeProviderServer, Reply, ToolCall
 
 PROVIDERS = ("anthropic", "openai_chat", "openai_responses", "gemini", "bedrock")
 Run = Callable[..., subprocess.CompletedProcess[str]]
-"""The ``cli`` fixture: ``cli(*args, expect=0, extra_env=None)`` runs ``turnmemory`` in the workspace."""
-
-MODELS = {
-    "anthropic": "claude-sonnet-4-6",
-    "openai_chat": "gpt-4.1",
-    "openai_responses": "gpt-5",
-    "gemini": "gemini-2.5-flash",
-    "bedrock": "anthropic.claude-sonnet-4-5",
-}
+"""The ``cli`` fixture: ``cli(*args, expect=0, extra_env=None, timeout=60)`` runs ``turnmemory`` in the
+workspace."""
 
 
 class RecordingView:

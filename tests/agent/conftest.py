@@ -125,7 +125,7 @@ def cli(data_dir: Path, workspace: Path, tmp_path: Path) -> Run:
     )
 
     def run(
-        *args: str, expect: int | None = 0, extra_env: dict[str, str] | None = None
+        *args: str, expect: int | None = 0, extra_env: dict[str, str] | None = None, timeout: float = 60
     ) -> subprocess.CompletedProcess[str]:
         store = (
             {"TURNMEMORY_STORE": os.environ["TURNMEMORY_STORE"]} if "TURNMEMORY_STORE" in os.environ else {}
@@ -136,7 +136,7 @@ def cli(data_dir: Path, workspace: Path, tmp_path: Path) -> Run:
             env={**env, **store, **(extra_env or {})},
             capture_output=True,
             text=True,
-            timeout=60,
+            timeout=timeout,
             check=False,
         )
         if expect is not None:

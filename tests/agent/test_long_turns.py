@@ -1,39 +1,43 @@
 """The limits of a turn, through ``turnmemory run`` and the fake provider server on every provider.
 
-A sequential turn of 300 calls ends ``done`` in a 60k window, every request valid and within it,
-and every result carried in full by the request after its call. The round limit is a setting (flag
-and config key), and reaching it says which in one line; the calls of one response past its cap, and a call whose arguments exceed their size limit, do not run,
-and the model is told so in one line each.
+A sequential turn of 80 calls in an 8k window, and (opt-in: ``TURNMEMORY_LONG_TESTS=1``) of 300 and
+1,000 calls in a 60k window, ends ``done``, every request valid and within the window, and every
+result carried in full by the request after its call; the pending state an incomplete turn leaves
+folds the same way in the next run. The round limit is a setting (flag and config key), and reaching
+it says which in one line; the calls of one response past its cap, and a call whose arguments exceed
+their size limit, do not run, and the model is told so in one line each.
 """
 
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
 import pytest
 from tests.agent._support import PROVIDERS, Run, leaked_into
+from tests.llm.test_long_turns import Sizes, rewrites
 
-from turnmemory.llm import CLEARED, open_counter
+from turnmemory._text import compact_json
+from turnmemory.llm import CLEARED
 from turnmemory.providers import wire
 from turnmemory.providers.check import check_request
-from turnmemory.testing import FakeProviderServer, Reply, ToolCall
+from turnmemory.testing import MODELS, FakeProviderServer, Reply, ToolCall
 
 WINDOW = 60_000
 RESERVE = 4096
 FILES = 40
+"""Distinct files the turn reads in a cycle, 2 to 4 KB each."""
 OVERSIZED = "OVERSIZED-ARGUMENT-5d1e"
 """Repeated into arguments past their size limit: nothing of them may be kept anywhere."""
-"""Distinct files the turn reads in a cycle, 2 to 4 KB each."""
-
-MODELS = {
-    "anthropic": "claude-sonnet-4-5",
-    "openai_chat": "gpt-4.1",
-    "openai_responses": "gpt-5",
-    "gemini": "gemini-2.5-pro",
-    "bedrock": "us.anthropic.claude-sonnet-4-5-20250929-v1:0",
-}
+FOLDED = compact_json({"status": "success"})
+"""The result of a folded call that succeeded."""
+LONG = pytest.mark.skipif(
+    os.environ.get("TURNMEMORY_LONG_TESTS") != "1",
+    reason="hundreds of requests of up to 56k tokens through turnmemory run take minutes per provider: "
+    "set TURNMEMORY_LONG_TESTS=1",
+)
 
 
 def write_files(workspace: Path, small: bool = False) -> list[str]:
@@ -70,10 +74,14 @@ def configure(
     )
 
 
-def sequential(calls: int) -> list[Reply]:
-    """``calls`` responses of one call each (no prose: many agents call without a word), then an answer."""
+def sequential(calls: int, start: int = 0) -> list[Reply]:
+    """``calls`` responses of one call each (no prose: many agents call without a word), reading the
+    files from ``start`` on, then an answer."""
     return [
-        *(Reply(tool_calls=[ToolCall("read_file", {"path": f"m{k % FILES:03d}.py"})]) for k in range(calls)),
+        *(
+            Reply(tool_calls=[ToolCall("read_file", {"path": f"m{k % FILES:03d}.py"})])
+            for k in range(start, start + calls)
+        ),
         Reply(text="Everything is read."),
     ]
 
@@ -138,12 +146,34 @@ def test_calls_past_the_cap_of_a_response_and_oversized_arguments_do_not_run(
     assert leaked_into(OVERSIZED, server, data_dir, done.stdout, done.stderr) == []
 
 
+def check_sequential(
+    provider: str, bodies: list[dict[str, Any]], heads: list[str], window: int, first: int = 0
+) -> None:
+    """The requests of a sequential turn whose calls read the files from ``first`` on, in a cycle: each
+    valid for ``check_request`` and within ``window``, its calls paired, and the request after each
+    call carrying its result in full (the model read it before anything cleared it)."""
+    sizes = Sizes()
+    for k, body in enumerate(bodies):
+        assert check_request(provider, body) == [], k
+        assert sizes.body(provider, body) <= window, k
+        answered = pairs(provider, body)
+        assert len(answered) == first + k
+        if k:
+            newest = answered[-1][1]
+            assert heads[(first + k - 1) % FILES] in newest and CLEARED not in newest, k
+
+
+def folded(provider: str, body: dict[str, Any]) -> list[str]:
+    """The results of a request that are folded calls' status results."""
+    return [text for _, text in pairs(provider, body) if text == FOLDED]
+
+
 @pytest.mark.parametrize("provider", PROVIDERS)
 def test_a_sequential_turn_far_longer_than_the_window_ends_done(
     provider: str, server: FakeProviderServer, cli: Run, tmp_path: Path, workspace: Path
 ) -> None:
     """Through ``turnmemory run``: a small window (8k, much of it the agent's own prompt and tools)
-    and small files make 80 sequential calls clear and fold as 1,000 do in 60k (the library's tests
+    and small files make 80 sequential calls clear and fold as 1,000 do in 60k (the opt-in tests below
     run those), within seconds per case."""
     heads = write_files(workspace, small=True)
     window, reserve, calls = 8000, 1024, 80
@@ -154,14 +184,62 @@ def test_a_sequential_turn_far_longer_than_the_window_ends_done(
 
     bodies = [request.body for request in server.requests]
     assert len(bodies) == calls + 1
-    counter = open_counter()
-    for k, body in enumerate(bodies):
-        assert check_request(provider, body) == [], k
-        assert counter.value(body) <= window - reserve, k
-        answered = pairs(provider, body)
-        assert len(answered) == k
-        if k:  # the request after a call carries its result in full: the model read it
-            newest = answered[-1][1]
-            assert heads[(k - 1) % FILES] in newest and CLEARED not in newest, k
-    folded = [text for _, text in pairs(provider, bodies[-1]) if text == '{"status":"success"}']
-    assert len(folded) > calls // 4, pairs(provider, bodies[-1])[:3]  # the earliest calls, by the end
+    check_sequential(provider, bodies, heads, window - reserve)
+    assert len(folded(provider, bodies[-1])) > calls // 4  # the earliest calls, by the end
+
+
+@LONG
+@pytest.mark.timeout(1800)
+@pytest.mark.parametrize(("calls", "folds"), [(300, 0), (1000, 300)])
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_hundreds_of_sequential_calls_end_done_in_a_60k_window(
+    provider: str,
+    calls: int,
+    folds: int,
+    server: FakeProviderServer,
+    cli: Run,
+    tmp_path: Path,
+    workspace: Path,
+) -> None:
+    """Through ``turnmemory run``, with 2 to 4 KB files and the default chunk: the turn ends done, its
+    earliest results cleared (300 calls) or folded (1,000: at least ``folds`` calls by the end), the
+    prefix rewritten rarely, and nothing cleared unread."""
+    heads = write_files(workspace)
+    configure(tmp_path, server, provider)
+    server.push(*sequential(calls))
+    ended = cli("run", "Read every module.", timeout=1800)
+    assert "cleared" in ended.stderr and ("folded" in ended.stderr) == bool(folds), ended.stderr[-2000:]
+
+    bodies = [request.body for request in server.requests]
+    assert len(bodies) == calls + 1
+    check_sequential(provider, bodies, heads, WINDOW - RESERVE)
+    assert len(folded(provider, bodies[-1])) >= folds
+    assert rewrites(provider, [body[wire(provider).ITEMS] for body in bodies]) <= len(bodies) // 5
+    assert not any("does not fit" in text for body in bodies for _, text in pairs(provider, body))
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_the_pending_state_of_an_incomplete_turn_folds_in_the_next_run(
+    provider: str, server: FakeProviderServer, cli: Run, tmp_path: Path, workspace: Path
+) -> None:
+    """A turn that reached its round limit leaves its 30 calls as pending state; the next process
+    (``--continue``) carries them before its prompt and, as its own 60 calls fill the small window,
+    folds them in place: every request valid and within the window, every result read in full."""
+    heads = write_files(workspace, small=True)
+    window, reserve = 8000, 1024
+    configure(tmp_path, server, provider, "clear_at_least = 1000\n", window=window, reserve=reserve)
+    server.push(*sequential(30)[:-1])
+    stopped = cli("run", "--max-tool-rounds", "30", "Read every module.", expect=1)
+    assert "limit of 30 tool rounds" in stopped.stderr
+    server.reset()
+    server.push(*sequential(60, start=30))
+    ended = cli("run", "--continue", "Go on.")
+    assert "folded" in ended.stderr, ended.stderr[-2000:]
+
+    bodies = [request.body for request in server.requests]
+    assert len(bodies) == 61
+    check_sequential(provider, bodies, heads, window - reserve, first=30)
+    items = bodies[-1][wire(provider).ITEMS]
+    prompt = max(i for i, item in enumerate(items) if "Go on." in json.dumps(item))
+    pending = [p for p in wire(provider).pieces(items[: prompt + 1]) if p.kind == "result"]
+    assert len(pending) == 30 and all(p.text == FOLDED for p in pending)

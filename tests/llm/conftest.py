@@ -13,15 +13,7 @@ from typing import Any
 import pytest
 
 from turnmemory.llm import Client, RetryPolicy, open_client
-from turnmemory.testing import FakeProviderServer
-
-MODELS = {
-    "anthropic": "claude-sonnet-4-6",
-    "openai_chat": "gpt-4.1",
-    "openai_responses": "gpt-5",
-    "gemini": "gemini-2.5-flash",
-    "bedrock": "anthropic.claude-sonnet-4-5",
-}
+from turnmemory.testing import MODELS, FakeProviderServer
 
 Entry = tuple[Any, ...]
 """One normalized piece of a request: ``("text", role, text)``, ``("call", id, name, args)``,

@@ -24,14 +24,8 @@ import pytest
 
 from turnmemory.llm import ToolResult, ToolSpec, open_client
 from turnmemory.providers import PROVIDERS
+from turnmemory.testing import MODELS
 
-MODELS = {
-    "anthropic": "claude-sonnet-4-5",
-    "openai_chat": "gpt-4.1",
-    "openai_responses": "gpt-5",
-    "gemini": "gemini-2.5-pro",
-    "bedrock": "us.anthropic.claude-sonnet-4-5-20250929-v1:0",
-}
 WRITE = ToolSpec(
     "write_file",
     "Write a file.",

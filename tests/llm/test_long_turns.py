@@ -149,6 +149,7 @@ def folded_calls(provider: str, items: list[Any]) -> int:
     os.environ.get("TURNMEMORY_LONG_TESTS") != "1",
     reason="a thousand requests of up to 50k tokens each take a minute per provider: set TURNMEMORY_LONG_TESTS=1",
 )
+@pytest.mark.timeout(1800)
 @pytest.mark.parametrize("provider", PROVIDERS)
 def test_a_thousand_sequential_calls_end_done_in_a_60k_window(
     provider: str, server: FakeProviderServer, sequential_client: Callable[..., Client]

@@ -53,6 +53,9 @@ class BedrockSdk(Sdk):
                 "retries": {"total_max_attempts": 1, "mode": "standard"},
                 "read_timeout": endpoint.timeout,
                 "connect_timeout": endpoint.connect_timeout,
+                # boto3 would walk every request against the service model before sending it, a third
+                # of a long turn's time; Bedrock checks the request itself (a 400 is classified as usual).
+                "parameter_validation": False,
             }
             self._client = boto3.client(
                 "bedrock-runtime",

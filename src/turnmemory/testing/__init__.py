@@ -46,10 +46,12 @@ is a request read and never answered. ``docs/fake-provider.md`` describes every 
 
 ``FakeProviderServer(cache=PromptCache())`` answers Anthropic requests with the reads and writes of a
 prompt cache that follows Anthropic's rules (breakpoints, the 20-block look-back, a lifetime), so a
-test can see what a caching strategy would be billed.
+test can see what a caching strategy would be billed. ``MODELS`` names one model per provider for
+the requests of tests and benchmarks.
 """
 
 from turnmemory.testing._cache import PromptCache
+from turnmemory.testing._models import MODELS
 from turnmemory.testing._script import (
     EDIT_OPS,
     STOP_REASONS,
@@ -67,6 +69,7 @@ from turnmemory.testing._server import PROVIDERS, FakeProviderServer, RecordedRe
 
 __all__ = [
     "EDIT_OPS",
+    "MODELS",
     "PROVIDERS",
     "STOP_REASONS",
     "Failure",
