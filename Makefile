@@ -48,7 +48,7 @@ check: $(STAMP)
 	$(BIN)/python -m pytest -n 2 -q $(FAST_TESTS)
 
 test: $(STAMP)
-	@echo "==> make test: ruff, mypy --strict and the whole suite (about 14 minutes on two idle cores,"
+	@echo "==> make test: ruff, mypy --strict and the whole suite (about 10 minutes on two idle cores,"
 	@echo "    more on a busy machine; make check is the quick check)"
 	$(BIN)/ruff check src tests benchmarks scripts
 	$(BIN)/mypy
