@@ -73,7 +73,8 @@ class OpenAIChatSdk(OpenAISdk):
                     call.id = fragment.get("id") or call.id
                     function = fragment.get("function")
                     if function is not None:
-                        call.name.append(function.get("name") or "")
+                        if function.get("name"):
+                            call.name.append(function["name"])
                         call.arguments.add(function.get("arguments") or "")
                 finish = choice.get("finish_reason") or finish
         if finish is None:
