@@ -66,12 +66,17 @@ def compact_id(message_index: int, n: int) -> str:
     Distinct for every ``message_index`` below 2**23 and ``n`` below 2**24 (62**8 > 2**47); the same
     message and activity give the same id in every request, so prompt caches hold.
     """
-    value = (message_index << 24) | n
+    return nine_alphanumerics("h", (message_index << 24) | n)
+
+
+def nine_alphanumerics(letter: str, value: int) -> str:
+    """``letter`` and 8 base-62 digits of ``value`` (below 62**8): an id every wire accepts, Mistral's
+    nine alphanumerics included."""
     digits = []
     for _ in range(8):
         value, rem = divmod(value, 62)
         digits.append(_ALPHABET[rem])
-    return "h" + "".join(reversed(digits))
+    return letter + "".join(reversed(digits))
 
 
 def historical_result(activity: ToolActivity) -> dict[str, Any]:

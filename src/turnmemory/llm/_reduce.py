@@ -45,7 +45,7 @@ from turnmemory.providers import Wire
 from turnmemory.providers._read import Piece, record
 from turnmemory.providers._render import Item
 from turnmemory.providers._tools import parse_output
-from turnmemory.replay import ArgumentPolicy, historical_arguments, historical_result
+from turnmemory.replay import ArgumentPolicy, historical_arguments, historical_result, nine_alphanumerics
 from turnmemory.retention import retain
 from turnmemory.segments import TurnRecorder
 
@@ -69,7 +69,6 @@ _ROUNDS = 8
 _ID_KEYS = frozenset({"id", "tool_use_id", "tool_call_id", "call_id", "toolUseId"})
 """The keys under which the wires carry call ids (Anthropic, Chat, Responses, Gemini, Bedrock)."""
 
-_BASE62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 
 Edit = tuple[Piece, "str | dict[str, Any]", int]
 """One planned edit: the piece, its new content and the raw tokens it saves."""
@@ -393,13 +392,7 @@ class Reducer:
     def _fold_id(self, n: int) -> str:
         """The ``n``-th id of a folded call: ``f`` and ``n`` (or ``f`` and 8 base-62 digits: the nine
         alphanumerics of the compact style; synthetic history ids start with ``historical_`` or ``h``)."""
-        if not self._compact_ids:
-            return f"f{n}"
-        digits = []
-        for _ in range(8):
-            n, rem = divmod(n, 62)
-            digits.append(_BASE62[rem])
-        return "f" + "".join(reversed(digits))
+        return nine_alphanumerics("f", n) if self._compact_ids else f"f{n}"
 
     def _clear(self, piece: Piece, names: Mapping[str, str], *, unread: bool) -> Edit | None:
         """The edit that clears ``piece`` (a result's output, or a call's large argument values)."""

@@ -7,7 +7,7 @@ SDK client, streams a request into events and one :class:`Completion`, and class
 
 from __future__ import annotations
 
-from collections.abc import Callable, Generator, Mapping, Sequence
+from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, Protocol
 
@@ -15,13 +15,14 @@ from turnmemory.llm._retry import RequestFailure
 from turnmemory.llm._tools import ToolSpec
 from turnmemory.llm.events import Event, Reason, Usage
 from turnmemory.providers import Wire
-from turnmemory.providers._render import Item
+from turnmemory.providers._render import Item, is_call_id
 from turnmemory.providers._tools import Call
-from turnmemory.replay import ArgumentPolicy, IdStyle
+from turnmemory.replay import ArgumentPolicy, IdStyle, nine_alphanumerics
 
 __all__ = [
     "DEFAULT_CONNECT_TIMEOUT",
     "DEFAULT_TIMEOUT",
+    "CallIds",
     "Completion",
     "Endpoint",
     "Query",
@@ -111,6 +112,28 @@ class Query:
     tools: Sequence[ToolSpec]
     turn_start: int
     max_argument_bytes: int
+    taken_ids: frozenset[str] = frozenset()
+    """The call ids ``body`` holds, which no call of the response may take again."""
+
+
+class CallIds:
+    """The ids of one response's calls: each call's own where every wire accepts it (:func:`is_call_id`)
+    and neither the request nor an earlier call of the response holds it, else a fresh one (``c`` and
+    eight base-62 digits). A model's id is echoed back within the turn, so an id its own server would
+    refuse, or one used twice, would make every later request of the turn fail."""
+
+    def __init__(self, taken: Iterable[str]) -> None:
+        self._taken = set(taken)
+        self._next = 0
+
+    def conform(self, call_id: str | None) -> str:
+        """``call_id``, or a fresh id in its place; either is taken from now on."""
+        kept = call_id if call_id and is_call_id(call_id) and call_id not in self._taken else None
+        while kept is None or kept in self._taken:
+            kept = nine_alphanumerics("c", self._next)
+            self._next += 1
+        self._taken.add(kept)
+        return kept
 
 
 @dataclass(frozen=True, slots=True)

@@ -147,6 +147,9 @@ class Turn:
         """When the last of them completed (``time.monotonic()``)."""
         self._history = request(copy.deepcopy(pending))
         self._replayed = dict.fromkeys(sdk.wire.replayed_tool_names(self._history))
+        self._ids: set[str] | None = None
+        """The call ids the next request holds, read again (``None``) after a reduction renamed some, then
+        extended by each response's calls."""
         """The tool names the history (pending state included) and this turn's calls replay: read once a
         turn, then extended by each response's calls."""
 
@@ -221,6 +224,7 @@ class Turn:
         taken = (piece.call_id for piece in wire.pieces(self._history[wire.ITEMS]) if piece.call_id)
         reduction = reducer.reduce(size, self.pending, self.items, taken=taken)
         if reduction.changed:
+            self._ids = None
             self.pending = reduction.items[: reduction.injected]
             self.items = reduction.items[reduction.injected :]
             if reduction.pending:
@@ -242,9 +246,16 @@ class Turn:
         Past the deadline no request starts, no retry waits and a stream is abandoned at its next
         event: the failure is then ``expired``.
         """
-        turn_start = len(self._history[self._sdk.wire.ITEMS])
+        wire = self._sdk.wire
+        turn_start = len(self._history[wire.ITEMS])
+        if self._ids is None:
+            self._ids = {piece.call_id for piece in wire.pieces(request[wire.ITEMS]) if piece.call_id}
         query = Query(
-            self._with_images(request, turn_start), tools, turn_start, self._limits.max_argument_bytes
+            self._with_images(request, turn_start),
+            tools,
+            turn_start,
+            self._limits.max_argument_bytes,
+            frozenset(self._ids),
         )
         attempt = 1
         while True:
@@ -286,6 +297,8 @@ class Turn:
         Calls past the first ``max_calls`` of a response do not run: each is answered with one line
         saying so, without tool events."""
         self.items.extend(reply.items)
+        if self._ids is not None:
+            self._ids.update(call.id for call in reply.calls)
         self._replayed.update(
             dict.fromkeys(self._sdk.wire.replayed_tool_names({self._sdk.wire.ITEMS: list(reply.items)}))
         )

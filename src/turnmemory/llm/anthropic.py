@@ -17,11 +17,20 @@ from collections.abc import Generator, Mapping, Sequence
 from typing import Any, Literal
 
 from turnmemory.llm._retry import RequestFailure, connection_failure, error_fields, http_failure
-from turnmemory.llm._sdk import Completion, Endpoint, Query, Sdk, Settings, StreamInterrupted, sdk_client
+from turnmemory.llm._sdk import (
+    CallIds,
+    Completion,
+    Endpoint,
+    Query,
+    Sdk,
+    Settings,
+    StreamInterrupted,
+    sdk_client,
+)
 from turnmemory.llm._stream import Arguments, StreamError, sse_events
 from turnmemory.llm.events import Event, Usage
 from turnmemory.providers import anthropic
-from turnmemory.providers._render import Item
+from turnmemory.providers._render import Item, tool_name
 from turnmemory.providers._tools import Call
 
 __all__ = ["AnthropicSdk"]
@@ -81,7 +90,7 @@ class AnthropicSdk(Sdk):
                     yield from message.add(event)
         if not message.stopped:
             raise StreamInterrupted("the response stream ended before message_stop")
-        blocks, calls = message.blocks()
+        blocks, calls = message.blocks(CallIds(query.taken_ids))
         usage = message.usage
         cache_read = usage.get("cache_read_input_tokens") or 0
         cache_write = usage.get("cache_creation_input_tokens") or 0
@@ -220,8 +229,9 @@ class _Message:
         elif kind == "message_stop":
             self.stopped = True
 
-    def blocks(self) -> tuple[list[Item], tuple[Call, ...]]:
-        """The message's blocks as request blocks (blank text left out) and its tool calls."""
+    def blocks(self, ids: CallIds) -> tuple[list[Item], tuple[Call, ...]]:
+        """The message's blocks as request blocks (blank text left out) and its tool calls, their ids
+        and names as every wire accepts them (``ids``, :func:`tool_name`)."""
         blocks: list[Item] = []
         calls: list[Call] = []
         for index in sorted(self._blocks):
@@ -240,6 +250,7 @@ class _Message:
                 continue
             blocks.append(param)
             if param["type"] == "tool_use":
+                param["id"], param["name"] = ids.conform(param["id"]), tool_name(param["name"])
                 value = param["input"]
                 calls.append(
                     Call(

@@ -14,11 +14,20 @@ from collections.abc import Generator, Mapping
 from typing import Any
 
 from turnmemory.llm._retry import MalformedError, RequestFailure, connection_failure, http_failure
-from turnmemory.llm._sdk import Completion, Endpoint, Query, Sdk, Settings, StreamInterrupted, given
+from turnmemory.llm._sdk import (
+    CallIds,
+    Completion,
+    Endpoint,
+    Query,
+    Sdk,
+    Settings,
+    StreamInterrupted,
+    given,
+)
 from turnmemory.llm._stream import Arguments
 from turnmemory.llm.events import Event, Usage
 from turnmemory.providers import bedrock
-from turnmemory.providers._render import Item
+from turnmemory.providers._render import Item, tool_name
 from turnmemory.providers._tools import Call, parse_arguments
 
 __all__ = ["BedrockSdk"]
@@ -68,6 +77,7 @@ class BedrockSdk(Sdk):
     def stream(self, query: Query) -> Generator[Event | Completion, None, None]:
         blocks: dict[int, Item] = {}
         inputs: dict[int, Arguments] = {}
+        ids = CallIds(query.taken_ids)
         stop: str | None = None
         usage = Usage()
         response = self._client.converse_stream(**self._kwargs(query))
@@ -79,7 +89,10 @@ class BedrockSdk(Sdk):
                     use = start.get("start", {}).get("toolUse")
                     if use is not None:
                         blocks[start["contentBlockIndex"]] = {
-                            "toolUse": {"toolUseId": use["toolUseId"], "name": use["name"]}
+                            "toolUse": {
+                                "toolUseId": ids.conform(use["toolUseId"]),
+                                "name": tool_name(use["name"]),
+                            }
                         }
                 elif "contentBlockDelta" in event:
                     delta = event["contentBlockDelta"]

@@ -15,7 +15,7 @@ from turnmemory.llm._retry import MalformedError, RequestFailure, connection_fai
 from turnmemory.llm._sdk import Completion, Endpoint, Query, Sdk, Settings, StreamInterrupted, given
 from turnmemory.llm.events import Event, Usage
 from turnmemory.providers import gemini
-from turnmemory.providers._render import Item
+from turnmemory.providers._render import Item, tool_name
 from turnmemory.providers._tools import Call
 
 __all__ = ["GeminiSdk"]
@@ -91,9 +91,11 @@ class GeminiSdk(Sdk):
         return None
 
     def _call(self, part: Item, cap: int) -> Call:
-        """The call of a ``function_call`` part; arguments larger than ``cap`` bytes (as compact JSON)
-        are dropped, from the part too."""
+        """The call of a ``function_call`` part, its name as every wire accepts it (in the part too);
+        arguments larger than ``cap`` bytes (as compact JSON) are dropped, from the part too."""
         call = part["function_call"]
+        if call.get("name"):
+            call["name"] = tool_name(call["name"])
         native = call.get("id")
         if native is None:
             self._generated += 1

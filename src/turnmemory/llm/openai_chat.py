@@ -9,16 +9,16 @@ from __future__ import annotations
 
 import json
 from collections.abc import Generator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from turnmemory.llm._openai import OpenAISdk, openai_usage
 from turnmemory.llm._retry import MalformedError
-from turnmemory.llm._sdk import Completion, Endpoint, Query, Settings, StreamInterrupted, given
+from turnmemory.llm._sdk import CallIds, Completion, Endpoint, Query, Settings, StreamInterrupted, given
 from turnmemory.llm._stream import Arguments
 from turnmemory.llm.events import Event, Usage
 from turnmemory.providers import openai_chat
-from turnmemory.providers._render import Item
+from turnmemory.providers._render import MAX_TOOL_NAME, Item, tool_name
 from turnmemory.providers._tools import Call, parse_arguments
 
 __all__ = ["OpenAIChatSdk"]
@@ -73,20 +73,20 @@ class OpenAIChatSdk(OpenAISdk):
                     call.id = fragment.get("id") or call.id
                     function = fragment.get("function")
                     if function is not None:
-                        if function.get("name"):
-                            call.name.append(function["name"])
+                        call.add_name(function.get("name"))
                         call.arguments.add(function.get("arguments") or "")
                 finish = choice.get("finish_reason") or finish
         if finish is None:
             raise StreamInterrupted("the response stream ended without a finish reason")
         content = "".join(text)
         ordered = [calls[index] for index in sorted(calls)]
-        if any(not "".join(call.name) for call in ordered):
+        if any(not call.name for call in ordered):
             raise MalformedError("a tool call without a name")
         message: Item = {"role": "assistant", "content": content or None}
         for key, pieces in reasoning.items():
             message[key] = "".join(pieces)
-        parsed = tuple(call.parsed(n) for n, call in enumerate(ordered))
+        ids = CallIds(query.taken_ids)
+        parsed = tuple(call.parsed(ids) for call in ordered)
         if ordered:
             message["tool_calls"] = [wire for wire, _ in parsed]
         yield Completion(
@@ -115,14 +115,19 @@ class _Call:
 
     arguments: Arguments
     id: str = ""
-    name: list[str] = field(default_factory=list)
+    name: str = ""
 
-    def parsed(self, n: int) -> tuple[Item, Call]:
-        """The call as the assistant message carries it (arguments that are not JSON, or too large to
-        keep, as ``{}``), and as a ``Call``."""
-        name, raw = "".join(self.name), self.arguments.text()
+    def add_name(self, piece: str | None) -> None:
+        """Append a fragment of the name; past what a name may be, fragments only cut it short."""
+        if piece and len(self.name) <= MAX_TOOL_NAME:
+            self.name += piece
+
+    def parsed(self, ids: CallIds) -> tuple[Item, Call]:
+        """The call as the assistant message carries it (its id and name as every wire accepts them,
+        arguments that are not JSON, or too large to keep, as ``{}``), and as a ``Call``."""
+        name, raw = tool_name(self.name), self.arguments.text()
         wire: Item = {
-            "id": self.id or f"call_{n}",
+            "id": ids.conform(self.id),
             "type": "function",
             "function": {"name": name, "arguments": raw if _is_json(raw) else "{}"},
         }

@@ -13,12 +13,12 @@ from collections.abc import Generator
 from typing import Any
 
 from turnmemory.llm._openai import OpenAISdk, openai_usage
-from turnmemory.llm._retry import RequestFailure, http_failure
-from turnmemory.llm._sdk import Completion, Query, StreamInterrupted, given
+from turnmemory.llm._retry import MalformedError, RequestFailure, http_failure
+from turnmemory.llm._sdk import CallIds, Completion, Query, StreamInterrupted, given
 from turnmemory.llm.events import Event
 from turnmemory.providers import openai_responses
 from turnmemory.providers._read import prose_text
-from turnmemory.providers._render import Item
+from turnmemory.providers._render import Item, tool_name
 from turnmemory.providers._tools import Call, parse_arguments
 
 __all__ = ["OpenAIResponsesSdk", "ResponseFailed"]
@@ -74,7 +74,11 @@ class OpenAIResponsesSdk(OpenAISdk):
         for index, item in sorted(items.items()):
             if item.get("type") == "message" and index not in streamed and prose_text(item.get("content")):
                 yield Event("text", text=prose_text(item.get("content")))
-        output = tuple(_kept(items[index], query.max_argument_bytes) for index in sorted(items))
+        ids = CallIds(query.taken_ids)
+        output = tuple(
+            (_conformed(item, ids), dropped)
+            for item, dropped in (_kept(items[index], query.max_argument_bytes) for index in sorted(items))
+        )
         calls = tuple(
             Call(
                 id=item["call_id"],
@@ -116,6 +120,21 @@ class OpenAIResponsesSdk(OpenAISdk):
                 reasoning=None if effort is None else {"effort": effort, "summary": "auto"},
             ),
         }
+
+
+def _conformed(item: Item, ids: CallIds) -> Item:
+    """A function call item with its call id and name as every wire accepts them; other items as they are."""
+    if item.get("type") != "function_call":
+        return item
+    name = item.get("name")
+    if not isinstance(name, str) or not name:
+        raise MalformedError("a function call without a name")
+    call_id = item.get("call_id")
+    conformed = {
+        "call_id": ids.conform(call_id if isinstance(call_id, str) else None),
+        "name": tool_name(name),
+    }
+    return item if conformed == {"call_id": call_id, "name": name} else {**item, **conformed}
 
 
 def _kept(item: Item, cap: int) -> tuple[Item, int]:

@@ -19,12 +19,14 @@ from turnmemory.memory import Message
 from turnmemory.replay import ArgumentPolicy, HistoricalCall, IdStyle, Step, historical_steps
 
 __all__ = [
+    "MAX_TOOL_NAME",
     "PLACEHOLDER_DESCRIPTION",
     "Block",
     "Item",
     "Options",
     "cached_json",
     "is_blank",
+    "is_call_id",
     "list_at",
     "marked_last",
     "missing_names",
@@ -44,7 +46,9 @@ PLACEHOLDER_DESCRIPTION = "A tool used in earlier turns that is not available no
 """The description of a placeholder definition declared for a replayed tool the caller does not offer."""
 
 _INVALID_NAME_CHARS = re.compile(r"[^A-Za-z0-9_-]")
-_MAX_NAME = 64
+MAX_TOOL_NAME = 64
+"""The longest tool name every provider accepts."""
+_CALL_ID = re.compile(r"[A-Za-z0-9_-]{1,40}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,10 +70,20 @@ def is_blank(text: str) -> bool:
     return not text.strip()
 
 
-@lru_cache(maxsize=1024)
 def tool_name(name: str) -> str:
     """``name`` as every provider accepts it: ``[A-Za-z0-9_-]{1,64}`` (other characters become ``_``)."""
-    return _INVALID_NAME_CHARS.sub("_", name)[:_MAX_NAME] or "_"
+    return _tool_name(name[:MAX_TOOL_NAME])
+
+
+@lru_cache(maxsize=1024)
+def _tool_name(name: str) -> str:
+    return _INVALID_NAME_CHARS.sub("_", name) or "_"
+
+
+def is_call_id(text: str) -> bool:
+    """Whether every wire accepts ``text`` as a call id: ``[A-Za-z0-9_-]{1,40}`` (Anthropic's pattern,
+    Bedrock's, and the shortest length limit, Chat Completions' 40)."""
+    return _CALL_ID.fullmatch(text) is not None
 
 
 def cached_json(value: Mapping[str, Any]) -> str:
