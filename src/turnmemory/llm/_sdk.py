@@ -112,7 +112,7 @@ class Query:
     tools: Sequence[ToolSpec]
     turn_start: int
     max_argument_bytes: int
-    taken_ids: frozenset[str] = frozenset()
+    taken_ids: frozenset[str]
     """The call ids ``body`` holds, which no call of the response may take again."""
 
 

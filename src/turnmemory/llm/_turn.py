@@ -147,11 +147,11 @@ class Turn:
         """When the last of them completed (``time.monotonic()``)."""
         self._history = request(copy.deepcopy(pending))
         self._replayed = dict.fromkeys(sdk.wire.replayed_tool_names(self._history))
-        self._ids: set[str] | None = None
-        """The call ids the next request holds, read again (``None``) after a reduction renamed some, then
-        extended by each response's calls."""
         """The tool names the history (pending state included) and this turn's calls replay: read once a
         turn, then extended by each response's calls."""
+        self._ids: set[str] | None = None
+        """The call ids the next request holds (:meth:`held_ids`), extended by each response's calls;
+        ``None`` until read, and after a reduction renamed some."""
 
     def partial(self) -> list[Item]:
         """The partial turn so far: the earlier pending items and this turn's, every call answered: a call
@@ -221,8 +221,7 @@ class Turn:
         size = reducer.measure(request, wire.ITEMS, tools)
         if reducer.fits(size):
             return request, tools, size
-        taken = (piece.call_id for piece in wire.pieces(self._history[wire.ITEMS]) if piece.call_id)
-        reduction = reducer.reduce(size, self.pending, self.items, taken=taken)
+        reduction = reducer.reduce(size, self.pending, self.items, taken=self.held_ids(request))
         if reduction.changed:
             self._ids = None
             self.pending = reduction.items[: reduction.injected]
@@ -238,6 +237,14 @@ class Turn:
             return Outcome("context_overflow", reducer.overflow_message(size))
         return request, tools, size
 
+    def held_ids(self, request: dict[str, Any]) -> set[str]:
+        """The call ids ``request`` (the history, the pending state and this turn's items) holds: read
+        from it once, and again after a reduction."""
+        if self._ids is None:
+            wire = self._sdk.wire
+            self._ids = {piece.call_id for piece in wire.pieces(request[wire.ITEMS]) if piece.call_id}
+        return self._ids
+
     def query(
         self, request: dict[str, Any], tools: Sequence[ToolSpec]
     ) -> Generator[Event, None, Completion | RequestFailure]:
@@ -246,16 +253,13 @@ class Turn:
         Past the deadline no request starts, no retry waits and a stream is abandoned at its next
         event: the failure is then ``expired``.
         """
-        wire = self._sdk.wire
-        turn_start = len(self._history[wire.ITEMS])
-        if self._ids is None:
-            self._ids = {piece.call_id for piece in wire.pieces(request[wire.ITEMS]) if piece.call_id}
+        turn_start = len(self._history[self._sdk.wire.ITEMS])
         query = Query(
             self._with_images(request, turn_start),
             tools,
             turn_start,
             self._limits.max_argument_bytes,
-            frozenset(self._ids),
+            frozenset(self.held_ids(request)),
         )
         attempt = 1
         while True:
