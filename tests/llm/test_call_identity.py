@@ -1,10 +1,12 @@
 """A call's id and name, as the model gives them, never make the turn's next request fail.
 
 Each call the model makes is echoed back in every later request of its turn (and in pending state).
-An id the provider's own rules refuse (too long, a dot or a slash, a space), an id used twice (in one
-response, in two, or by the pending state of an interrupted turn) and a name no tool may have would
-each make every later request of the turn fail with a 400. The fake server checks each request
-against the provider's rules, so a turn that ends ``done`` had every request accepted.
+An id the provider's own rules refuse (too long, a slash on Anthropic, a space on Bedrock), an id used
+twice (in one response, in two, or by the pending state of an interrupted turn) and a name no tool may
+have would each make every later request of the turn fail with a 400. The fake server checks each
+request against the provider's rules, so a turn that ends ``done`` had every request accepted. An id
+the provider takes is kept as the model made it: Kimi K2's template shows ``functions.<name>:<n>``
+ids in each result's header, pairing it with its call.
 """
 
 from __future__ import annotations
@@ -18,8 +20,8 @@ from hypothesis import strategies as st
 
 import turnmemory as tm
 from turnmemory.llm import Client, Event, ToolResult, ToolSpec
-from turnmemory.providers import PROVIDERS, wire
-from turnmemory.providers._render import is_call_id, tool_name
+from turnmemory.providers import PROVIDERS, anthropic, bedrock, openai_chat, openai_responses, wire
+from turnmemory.providers._render import tool_name
 from turnmemory.testing import FakeProviderServer, Reply, ToolCall
 
 MakeClient = Callable[..., Client]
@@ -28,8 +30,14 @@ LOOKUP = ToolSpec(
     description="Look something up.",
     input_schema={"type": "object", "properties": {"query": {"type": "string"}}},
 )
-NATIVE_IDS = [provider for provider in PROVIDERS if provider != "gemini"]
-"""The wires whose call ids are the model's (Gemini's are optional and free-form)."""
+ACCEPTS: dict[str, Callable[[str], bool]] = {
+    "anthropic": anthropic.is_call_id,
+    "openai_chat": openai_chat.is_call_id,
+    "openai_responses": openai_responses.is_call_id,
+    "bedrock": bedrock.is_call_id,
+}
+"""The wires whose call ids are the model's, and the ids each takes (Gemini's are optional and free-form)."""
+NATIVE_IDS = list(ACCEPTS)
 BAD_IDS = [
     "a.b/c",
     "x" * 41,
@@ -83,7 +91,22 @@ def test_an_id_the_provider_refuses_is_replaced(
     assert [name for _, name in tools.calls] == ["lookup"]
     if provider in NATIVE_IDS:
         ((call_id, _),) = tools.calls
-        assert is_call_id(call_id) and call_id != bad
+        assert ACCEPTS[provider](call_id)
+        assert (call_id == bad) == ACCEPTS[provider](bad)
+
+
+@pytest.mark.parametrize("provider", ["openai_chat", "openai_responses", "bedrock"])
+def test_an_id_the_provider_takes_is_kept_as_the_model_made_it(
+    provider: str, server: FakeProviderServer, make_client: MakeClient
+) -> None:
+    kimi = ["functions.lookup:0", "functions.lookup:1"]
+    server.push(Reply(tool_calls=[call(call_id) for call_id in kimi]), Reply(text="Found."))
+    tools = Tools()
+    assert ended(run(make_client(provider), tools)) == ("done", None)
+    assert [call_id for call_id, _ in tools.calls] == kimi
+    replayed = pieces(provider, server.requests[-1].body)
+    assert [piece.call_id for piece in replayed if piece.kind == "call"] == kimi
+    assert [piece.call_id for piece in replayed if piece.kind == "result"] == kimi
 
 
 @pytest.mark.parametrize("provider", PROVIDERS)
@@ -128,7 +151,7 @@ def test_an_id_the_history_replays_is_not_taken_again(
     )
     if provider in NATIVE_IDS:
         ((call_id, _),) = tools.calls
-        assert is_call_id(call_id) and call_id != replayed
+        assert ACCEPTS[provider](call_id) and call_id != replayed
 
 
 @pytest.mark.parametrize("bad", BAD_NAMES)
@@ -181,4 +204,4 @@ def test_whatever_ids_and_names_the_model_gives_every_request_is_accepted(
     assert [event.name for event in ends] == [tool_name(name) for name in names]
     if provider in NATIVE_IDS:
         ids = [event.call_id for event in ends]
-        assert len(set(ids)) == len(ids) and all(map(is_call_id, ids))
+        assert len(set(ids)) == len(ids) and all(map(ACCEPTS[provider], ids))

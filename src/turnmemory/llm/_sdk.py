@@ -15,7 +15,7 @@ from turnmemory.llm._retry import RequestFailure
 from turnmemory.llm._tools import ToolSpec
 from turnmemory.llm.events import Event, Reason, Usage
 from turnmemory.providers import Wire
-from turnmemory.providers._render import Item, is_call_id
+from turnmemory.providers._render import Item
 from turnmemory.providers._tools import Call
 from turnmemory.replay import ArgumentPolicy, IdStyle, nine_alphanumerics
 
@@ -117,18 +117,21 @@ class Query:
 
 
 class CallIds:
-    """The ids of one response's calls: each call's own where every wire accepts it (:func:`is_call_id`)
-    and neither the request nor an earlier call of the response holds it, else a fresh one (``c`` and
-    eight base-62 digits). A model's id is echoed back within the turn, so an id its own server would
-    refuse, or one used twice, would make every later request of the turn fail."""
+    """The ids of one response's calls: each call's own where the wire takes it (``accepts``, the wire
+    module's ``is_call_id``) and neither the request nor an earlier call of the response holds it, else
+    a fresh one (``c`` and eight base-62 digits, which every wire takes). A model's id is echoed back
+    within the turn, so an id the wire refuses, or one used twice, would make every later request of
+    the turn fail; an id the wire takes is kept as the model made it (templates that show ids, as Kimi
+    K2's ``functions.<name>:<n>``, pair calls and results by it)."""
 
-    def __init__(self, taken: Iterable[str]) -> None:
+    def __init__(self, taken: Iterable[str], accepts: Callable[[str], bool]) -> None:
         self._taken = set(taken)
+        self._accepts = accepts
         self._next = 0
 
     def conform(self, call_id: str | None) -> str:
         """``call_id``, or a fresh id in its place; either is taken from now on."""
-        kept = call_id if call_id and is_call_id(call_id) and call_id not in self._taken else None
+        kept = call_id if call_id and self._accepts(call_id) and call_id not in self._taken else None
         while kept is None or kept in self._taken:
             kept = nine_alphanumerics("c", self._next)
             self._next += 1

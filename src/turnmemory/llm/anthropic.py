@@ -90,7 +90,7 @@ class AnthropicSdk(Sdk):
                     yield from message.add(event)
         if not message.stopped:
             raise StreamInterrupted("the response stream ended before message_stop")
-        blocks, calls = message.blocks(CallIds(query.taken_ids))
+        blocks, calls = message.blocks(CallIds(query.taken_ids, anthropic.is_call_id))
         usage = message.usage
         cache_read = usage.get("cache_read_input_tokens") or 0
         cache_write = usage.get("cache_creation_input_tokens") or 0

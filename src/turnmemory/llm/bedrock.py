@@ -77,7 +77,7 @@ class BedrockSdk(Sdk):
     def stream(self, query: Query) -> Generator[Event | Completion, None, None]:
         blocks: dict[int, Item] = {}
         inputs: dict[int, Arguments] = {}
-        ids = CallIds(query.taken_ids)
+        ids = CallIds(query.taken_ids, bedrock.is_call_id)
         stop: str | None = None
         usage = Usage()
         response = self._client.converse_stream(**self._kwargs(query))

@@ -85,7 +85,7 @@ class OpenAIChatSdk(OpenAISdk):
         message: Item = {"role": "assistant", "content": content or None}
         for key, pieces in reasoning.items():
             message[key] = "".join(pieces)
-        ids = CallIds(query.taken_ids)
+        ids = CallIds(query.taken_ids, openai_chat.is_call_id)
         parsed = tuple(call.parsed(ids) for call in ordered)
         if ordered:
             message["tool_calls"] = [wire for wire, _ in parsed]

@@ -74,7 +74,7 @@ class OpenAIResponsesSdk(OpenAISdk):
         for index, item in sorted(items.items()):
             if item.get("type") == "message" and index not in streamed and prose_text(item.get("content")):
                 yield Event("text", text=prose_text(item.get("content")))
-        ids = CallIds(query.taken_ids)
+        ids = CallIds(query.taken_ids, openai_responses.is_call_id)
         output = tuple(
             (_conformed(item, ids), dropped)
             for item, dropped in (_kept(items[index], query.max_argument_bytes) for index in sorted(items))

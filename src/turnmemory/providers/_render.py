@@ -26,7 +26,6 @@ __all__ = [
     "Options",
     "cached_json",
     "is_blank",
-    "is_call_id",
     "list_at",
     "marked_last",
     "missing_names",
@@ -48,7 +47,6 @@ PLACEHOLDER_DESCRIPTION = "A tool used in earlier turns that is not available no
 _INVALID_NAME_CHARS = re.compile(r"[^A-Za-z0-9_-]")
 MAX_TOOL_NAME = 64
 """The longest tool name every provider accepts."""
-_CALL_ID = re.compile(r"[A-Za-z0-9_-]{1,40}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,12 +76,6 @@ def tool_name(name: str) -> str:
 @lru_cache(maxsize=1024)
 def _tool_name(name: str) -> str:
     return _INVALID_NAME_CHARS.sub("_", name) or "_"
-
-
-def is_call_id(text: str) -> bool:
-    """Whether every wire accepts ``text`` as a call id: ``[A-Za-z0-9_-]{1,40}`` (Anthropic's pattern,
-    Bedrock's, and the shortest length limit, Chat Completions' 40)."""
-    return _CALL_ID.fullmatch(text) is not None
 
 
 def cached_json(value: Mapping[str, Any]) -> str:

@@ -12,6 +12,7 @@ and writes the results of a running turn's calls (:func:`tool_results`).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -24,6 +25,7 @@ from turnmemory.providers._wire import WireFormat
 from turnmemory.replay import HistoricalCall
 
 __all__ = [
+    "CALL_ID",
     "IMAGE_TYPES",
     "ITEMS",
     "LOOKBACK",
@@ -34,6 +36,7 @@ __all__ = [
     "block_positions",
     "blocks",
     "image_tokens",
+    "is_call_id",
     "mark_cache",
     "pieces",
     "placeholder_tool",
@@ -46,6 +49,14 @@ __all__ = [
     "unmarked",
     "with_images",
 ]
+
+CALL_ID = re.compile(r"[a-zA-Z0-9_-]+")
+"""Anthropic's ``tool_use`` id pattern."""
+
+
+def is_call_id(text: str) -> bool:
+    """Whether the wire takes ``text`` as a call id (:data:`CALL_ID`)."""
+    return CALL_ID.fullmatch(text) is not None
 
 
 def _text(text: str) -> Block:

@@ -13,6 +13,7 @@ declare at least the replayed names::
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -25,12 +26,14 @@ from turnmemory.providers._wire import WireFormat
 from turnmemory.replay import HistoricalCall
 
 __all__ = [
+    "CALL_ID",
     "IMAGE_TYPES",
     "ITEMS",
     "MAX_IMAGE_BYTES",
     "TURNS",
     "Formatter",
     "image_tokens",
+    "is_call_id",
     "pieces",
     "placeholder_tool",
     "placeholder_tools",
@@ -40,6 +43,14 @@ __all__ = [
     "tool_results",
     "with_images",
 ]
+
+CALL_ID = re.compile(r"[a-zA-Z0-9_.:-]{1,64}")
+"""Bedrock's ``toolUseId`` pattern."""
+
+
+def is_call_id(text: str) -> bool:
+    """Whether the wire takes ``text`` as a call id (:data:`CALL_ID`)."""
+    return CALL_ID.fullmatch(text) is not None
 
 
 def _text(text: str) -> Block:

@@ -49,6 +49,7 @@ __all__ = [
     "Formatter",
     "family",
     "image_tokens",
+    "is_call_id",
     "mark_cache",
     "pieces",
     "placeholder_tool",
@@ -62,6 +63,12 @@ __all__ = [
 
 MAX_ID = 40
 """The longest ``tool_calls[].id`` OpenAI accepts."""
+
+
+def is_call_id(text: str) -> bool:
+    """Whether the wire takes ``text`` as a ``tool_calls[].id``: 1 to :data:`MAX_ID` characters."""
+    return 0 < len(text) <= MAX_ID
+
 
 ITEMS = "messages"
 """The request key of the message list."""

@@ -37,6 +37,7 @@ __all__ = [
     "TURNS",
     "Formatter",
     "image_tokens",
+    "is_call_id",
     "mark_cache",
     "pieces",
     "placeholder_tool",
@@ -50,6 +51,12 @@ __all__ = [
 
 MAX_CALL_ID = 64
 """The longest ``call_id`` the Responses API accepts."""
+
+
+def is_call_id(text: str) -> bool:
+    """Whether the wire takes ``text`` as a ``call_id``: 1 to :data:`MAX_CALL_ID` characters."""
+    return 0 < len(text) <= MAX_CALL_ID
+
 
 ITEMS = "input"
 """The request key of the item list."""

@@ -11,6 +11,7 @@ from typing import Any
 from turnmemory.providers._images import image_problems
 from turnmemory.providers._render import is_blank
 from turnmemory.providers.anthropic import (
+    CALL_ID,
     IMAGE_TYPES,
     LOOKBACK,
     MAX_BREAKPOINTS,
@@ -32,7 +33,6 @@ from turnmemory.providers.check._rules import (
 
 __all__ = ["lookback_problems", "problems"]
 
-_ID = re.compile(r"[a-zA-Z0-9_-]+")
 _NAME = re.compile(r"[a-zA-Z0-9_-]{1,64}")
 
 
@@ -155,7 +155,7 @@ def _message_problems(where: str, role: object, message: Mapping[str, Any], out:
             call_id, name = block.get("id"), block.get("name")
             if role != "assistant":
                 out.append(f"{at}: tool_use outside an assistant message")
-            out.extend(mismatch(at, "tool_use id", call_id, _ID, "^[a-zA-Z0-9_-]+$"))
+            out.extend(mismatch(at, "tool_use id", call_id, CALL_ID, f"^{CALL_ID.pattern}$"))
             out.extend(mismatch(at, "tool_use name", name, _NAME, "^[a-zA-Z0-9_-]{1,64}$"))
             if not json_object(block.get("input")):
                 out.append(f"{at}: tool_use input must be an object")

@@ -8,12 +8,11 @@ from typing import Any
 
 from turnmemory.providers._images import image_problems
 from turnmemory.providers._render import is_blank
-from turnmemory.providers.bedrock import IMAGE_TYPES, MAX_IMAGE_BYTES, replayed_tool_names
+from turnmemory.providers.bedrock import CALL_ID, IMAGE_TYPES, MAX_IMAGE_BYTES, replayed_tool_names
 from turnmemory.providers.check._rules import ToolIds, json_object, mismatch, turn_problems, undeclared
 
 __all__ = ["problems"]
 
-_ID = re.compile(r"[a-zA-Z0-9_.:-]{1,64}")
 _NAME = re.compile(r"[a-zA-Z0-9_-]{1,64}")
 
 
@@ -78,7 +77,7 @@ def _message_problems(where: str, role: object, message: Mapping[str, Any], out:
         use = _tool_block(at, role, block, "toolUse", out)
         if use is not None:
             call_id, name = use.get("toolUseId"), use.get("name")
-            out.extend(mismatch(at, "toolUseId", call_id, _ID, _ID.pattern))
+            out.extend(mismatch(at, "toolUseId", call_id, CALL_ID, CALL_ID.pattern))
             out.extend(mismatch(at, "toolUse name", name, _NAME, _NAME.pattern))
             if not json_object(use.get("input")):
                 out.append(f"{at}: toolUse input must be an object")

@@ -9,7 +9,7 @@ from typing import Any
 
 from turnmemory.providers._images import data_url_problems
 from turnmemory.providers.check._rules import Breakpoints, answer_problem, duplicates, is_json_text, objects
-from turnmemory.providers.openai_chat import IMAGE_TYPES, MAX_ID, MAX_IMAGE_BYTES
+from turnmemory.providers.openai_chat import IMAGE_TYPES, MAX_ID, MAX_IMAGE_BYTES, is_call_id
 
 __all__ = ["problems"]
 
@@ -94,7 +94,7 @@ def _assistant_problems(where: str, message: Mapping[str, Any], out: list[str]) 
     found: list[tuple[str, str]] = []
     for at, call in objects(calls, f"{where}.tool_calls", out):
         call_id, function = call.get("id"), call.get("function")
-        if not isinstance(call_id, str) or not call_id or len(call_id) > MAX_ID:
+        if not isinstance(call_id, str) or not is_call_id(call_id):
             out.append(f"{at}: id {call_id!r} must be a string of 1 to {MAX_ID} characters")
         if call.get("type") == "custom" and isinstance(call.get("custom"), Mapping):
             found.append((at, str(call_id)))

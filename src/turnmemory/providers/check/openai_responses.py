@@ -9,7 +9,7 @@ from typing import Any
 
 from turnmemory.providers._images import data_url_problems
 from turnmemory.providers.check._rules import Breakpoints, answer_problem, duplicates, is_json_text, objects
-from turnmemory.providers.openai_responses import IMAGE_TYPES, MAX_CALL_ID, MAX_IMAGE_BYTES
+from turnmemory.providers.openai_responses import IMAGE_TYPES, MAX_CALL_ID, MAX_IMAGE_BYTES, is_call_id
 
 __all__ = ["problems"]
 
@@ -89,7 +89,7 @@ def problems(body: Mapping[str, Any], *, require_tools: bool | None = None) -> l
 def _call_problems(where: str, item: Mapping[str, Any]) -> list[str]:
     out: list[str] = []
     call_id, name, item_id = item.get("call_id"), item.get("name"), item.get("id")
-    if not isinstance(call_id, str) or not call_id or len(call_id) > MAX_CALL_ID:
+    if not isinstance(call_id, str) or not is_call_id(call_id):
         out.append(f"{where}: call_id {call_id!r} must be a string of 1 to {MAX_CALL_ID} characters")
     if item_id is not None and not (isinstance(item_id, str) and item_id.startswith("fc")):
         out.append(f"{where}: item id {item_id!r} must start with 'fc' (or be omitted)")
