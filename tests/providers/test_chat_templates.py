@@ -26,7 +26,9 @@ import jinja2.sandbox
 import pytest
 
 import turnmemory as tm
+from turnmemory.llm import ToolResult, ToolSpec, open_client
 from turnmemory.providers import openai_chat
+from turnmemory.testing import FakeProviderServer, Reply, ToolCall
 
 CHAT_TEMPLATES = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "chat-templates"
 MANIFEST = CHAT_TEMPLATES / "templates.json"
@@ -558,3 +560,35 @@ def test_the_default_form_fails_where_the_family_needs_another(name: str) -> Non
     if not ENTRIES:
         pytest.skip(f"chat templates not found at {CHAT_TEMPLATES} (the shared data folder is absent)")
     assert check_template(name, model=None)
+
+
+@pytest.mark.parametrize("server_name", SERVERS)
+def test_a_running_turn_keeps_kimi_ids_so_each_result_header_names_its_call(
+    server_name: str, server: FakeProviderServer
+) -> None:
+    """Kimi K2's template writes each call's header as ``functions.<name>:<n>`` and each result's
+    header from its ``tool_call_id``: the ids of a running turn's calls, as the model made them, must
+    reach the next request unchanged for the two to agree."""
+    if not ENTRIES:
+        pytest.skip(f"chat templates not found at {CHAT_TEMPLATES} (the shared data folder is absent)")
+    kimi = template("kimi-k2")
+    ids = ["functions.lookup:0", "functions.lookup:1"]
+    server.push(
+        Reply(
+            tool_calls=[ToolCall("lookup", {"query": str(n)}, id=call_id) for n, call_id in enumerate(ids)]
+        ),
+        Reply(text="Found."),
+    )
+    client = open_client(
+        "openai_chat", model=kimi.model, base_url=server.base_url("openai_chat"), api_key="test-key"
+    )
+    lookup = ToolSpec("lookup", "Look something up.", {"type": "object", "properties": {}})
+    events = list(
+        client.run_turn([], "Find it", tools=[lookup], execute=lambda *_: ToolResult(output="found"))
+    )
+    assert events[-1].kind == "done"
+    body = server.requests[-1].body
+    prompt = render(kimi, server_name, body["messages"], body["tools"])
+    for call_id in ids:
+        assert f"<|tool_call_begin|>{call_id}<|tool_call_argument_begin|>" in prompt
+        assert f"## Return of {call_id}" in prompt
